@@ -1,0 +1,16 @@
+// Placeholder until the subsystem behind `ringserve generate` lands; replaced by its owner.
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace ringserve::cli {
+
+void add_generate_command(CLI::App& app, int& exit_code) {
+  auto* sub = app.add_subcommand("generate", "not available in this build yet");
+  sub->callback([&exit_code] {
+    std::fprintf(stderr, "ringserve generate: not available in this build yet\n");
+    exit_code = 2;
+  });
+}
+
+}  // namespace ringserve::cli
