@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev
   libcli11-dev
   liburing-dev
+  zlib1g-dev
   clang libclang-rt-14-dev
   clang-format
   curl ca-certificates python3
