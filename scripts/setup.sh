@@ -10,7 +10,7 @@ packages=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libpci-dev pciutils
-  libpcre2-dev
+  libpcre2-dev libutf8proc-dev
   nlohmann-json3-dev
   libcli11-dev
   liburing-dev
@@ -40,6 +40,18 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup.sh: all Debian packages present"
+fi
+
+# Node.js (for the OpenAI-client integration test) comes from Debian unless a
+# newer one is already installed.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  if [[ $(id -u) -eq 0 ]]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends nodejs npm
+  else
+    echo "setup.sh: node/npm missing; the HTTP client test will be skipped" >&2
+  fi
 fi
 
 # Node packages for the HTTP integration tests live in a project-local folder.

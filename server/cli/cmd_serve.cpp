@@ -1,15 +1,185 @@
-// Placeholder until the subsystem behind `ringserve serve` lands; replaced by its owner.
+// `ringserve serve`: load the model and tokenizer, build the engine, start
+// the batcher's engine thread and the Unix-socket server, and run until
+// SIGINT/SIGTERM; then stop accepting, let in-flight requests finish within
+// the grace period, cancel the rest (Done reason cancelled), remove the
+// socket file and exit 0.
 #include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include "cli/commands.h"
+#include "engine/engine_options.h"
+#include "engine/factory.h"
+#include "ipc/options.h"
+#include "ipc/server.h"
+#include "model/loader.h"
+#include "preflight/startup.h"
+#include "scheduler/options.h"
+#include "scheduler/scheduler.h"
+#include "tokenizer/tokenizer.h"
+#include "util/log.h"
 
 namespace ringserve::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string backend = "auto";
+  std::string tokenizer;
+  int threads = 0;
+  int io_threads = 1;
+  int max_context = 0;
+  int64_t kv_blocks = 0;
+  log::Options log;
+  serve::SchedulerOptions scheduler;
+  ipc::ServerOptions ipc;
+  preflight::StartupOptions preflight;
+};
+
+// --tokenizer, else tokenizer.json(.gz) beside the weights. Synthetic models
+// have none unless given one: they serve token-id prompts only.
+Expected<std::shared_ptr<const tokenizer::Tokenizer>> find_tokenizer(const ServeArgs& args) {
+  std::filesystem::path path = args.tokenizer;
+  if (path.empty() && std::filesystem::is_directory(args.model)) {
+    for (const char* name : {"tokenizer.json", "tokenizer.json.gz"}) {
+      if (std::filesystem::exists(std::filesystem::path(args.model) / name)) {
+        path = std::filesystem::path(args.model) / name;
+        break;
+      }
+    }
+  }
+  if (path.empty()) return std::shared_ptr<const tokenizer::Tokenizer>();
+  auto loaded = tokenizer::Tokenizer::load(path);
+  if (!loaded) return with_context(std::move(loaded).error(), "loading the tokenizer");
+  return std::move(loaded).value();
+}
+
+Status serve(ServeArgs& args) {
+  log::configure(args.log);
+  auto log = log::get("main");
+
+  const preflight::StartupResult pre = RS_TRY(preflight::run_at_startup(args.preflight));
+  log->info("preflight: {}", pre.verdict);
+
+  engine::EngineOptions engine_options;
+  engine_options.backend = RS_TRY(engine::parse_backend(args.backend));
+  engine_options.max_batch = args.scheduler.max_batch;
+  engine_options.max_context = args.max_context;
+  engine_options.kv_blocks = args.kv_blocks;
+  engine_options.threads = args.threads;
+
+  model::LoadStats load_stats;
+  model::LoadOptions load_options;
+  load_options.threads = args.threads;
+  load_options.stats = &load_stats;
+  model::ModelWeights weights = RS_TRY(model::load_model(args.model, load_options));
+  log->info("model {} loaded ({}, {:.2f} s, {:.2f} GB/s)", weights.config.name, load_stats.format,
+            load_stats.seconds, load_stats.gb_per_s());
+
+  std::shared_ptr<const tokenizer::Tokenizer> tok = RS_TRY(find_tokenizer(args));
+  if (tok) {
+    log->info("tokenizer: {} tokens", tok->vocab_size());
+  } else {
+    log->info("no tokenizer: token-id prompts only, events carry no text");
+  }
+
+  std::unique_ptr<engine::Engine> engine =
+      RS_TRY(engine::create_engine(engine_options, std::move(weights)));
+  const engine::EngineInfo& info = engine->info();
+  const engine::KvUsage kv = engine->kv_usage();
+  log->info("engine {}: max batch {}, context {}, KV {} blocks of {} tokens", info.backend,
+            info.max_batch, info.max_context, kv.blocks_total, kv.block_tokens);
+
+  std::unique_ptr<serve::Scheduler> scheduler =
+      RS_TRY(serve::Scheduler::create(std::move(engine), args.scheduler, tok));
+  scheduler->start();
+
+  boost::asio::io_context io;
+  ipc::Server server(io, args.ipc, *scheduler, tok);
+  if (Status started = server.start(); !started) {
+    scheduler->stop();
+    return with_context(std::move(started).error(), "starting the server");
+  }
+
+  auto work = boost::asio::make_work_guard(io);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    log->info("signal {}: stop accepting, finishing {} requests within {} ms", signo,
+              scheduler->outstanding(), args.ipc.shutdown_grace.count());
+    // A second signal does not wait for the grace period.
+    signals.async_wait([&](const boost::system::error_code& ec2, int) {
+      if (!ec2) scheduler->cancel_all();
+    });
+    server.shutdown(args.ipc.shutdown_grace, [&] {
+      scheduler->begin_drain();
+      signals.cancel();
+      work.reset();
+    });
+  });
+
+  std::printf("ringserve: listening on %s\n", server.socket_path().c_str());
+  std::fflush(stdout);
+  log->info("ready: {} engine, max batch {}, window {} us, policy {}", info.backend,
+            args.scheduler.max_batch, args.scheduler.batch_window.count(),
+            serve::batch_policy_name(args.scheduler.policy));
+
+  std::vector<std::thread> io_threads;
+  for (int i = 1; i < args.io_threads; ++i) io_threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : io_threads) t.join();
+
+  scheduler->stop();
+  log->info("stopped");
+  return ok();
+}
+
+}  // namespace
 
 void add_serve_command(CLI::App& app, int& exit_code) {
-  auto* sub = app.add_subcommand("serve", "not available in this build yet");
-  sub->callback([&exit_code] {
-    std::fprintf(stderr, "ringserve serve: not available in this build yet\n");
-    exit_code = 2;
+  auto args = std::make_shared<ServeArgs>();
+  auto* sub = app.add_subcommand("serve", "Serve a model over a Unix socket and shared memory");
+  sub->add_option("--model", args->model, "Model directory, or synthetic:NAME")->required();
+  sub->add_option("--backend", args->backend, "Engine: cpu, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+  sub->add_option("--tokenizer", args->tokenizer,
+                  "tokenizer.json(.gz); default: the one in the model directory");
+  sub->add_option("--threads", args->threads, "CPU threads for the engine and loading (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--io-threads", args->io_threads, "Threads running the socket server")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_option("--max-context", args->max_context,
+                  "Longest prompt + generation per sequence (0: the model's maximum)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--kv-blocks", args->kv_blocks, "KV cache blocks (0: sized by the engine)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--log-level", args->log.level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  sub->add_flag("--log-json", args->log.json, "One JSON object per log line");
+  serve::add_scheduler_flags(*sub, args->scheduler);
+  ipc::add_cli_flags(*sub, args->ipc);
+  preflight::add_startup_flags(*sub, args->preflight);
+  sub->callback([args, &exit_code] {
+    Status s = serve(*args);
+    if (!s) {
+      std::fprintf(stderr, "ringserve serve: %s\n", s.error().to_string().c_str());
+      exit_code = 1;
+      return;
+    }
+    exit_code = 0;
   });
 }
 

@@ -48,9 +48,9 @@ struct TokenLogprob {
 struct SampledToken {
   SeqId id = 0;
   int32_t token = 0;
-  float logprob = 0.0f;            // log-softmax of the sampled token (always filled)
-  std::vector<TokenLogprob> top;   // best first, size = sampling.top_logprobs
-  bool from_prefill = false;       // the sequence's first generated token
+  float logprob = 0.0f;           // log-softmax of the sampled token (always filled)
+  std::vector<TokenLogprob> top;  // best first, size = sampling.top_logprobs
+  bool from_prefill = false;      // the sequence's first generated token
 };
 
 struct StepResult {
@@ -66,11 +66,11 @@ struct KvUsage {
 };
 
 struct EngineInfo {
-  std::string backend;        // "cpu", "cuda"
+  std::string backend;  // "cpu", "cuda"
   std::string model_name;
   int vocab_size = 0;
-  int max_context = 0;        // longest prompt + generation a sequence may have
-  int max_batch = 0;          // most sequences a step may run
+  int max_context = 0;  // longest prompt + generation a sequence may have
+  int max_batch = 0;    // most sequences a step may run
   std::vector<int32_t> eos_token_ids;
 };
 

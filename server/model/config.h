@@ -29,6 +29,9 @@ struct ModelConfig {
   bool attention_bias = true;  // Qwen2: q/k/v carry biases, o does not
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;
+  // Qwen2 configs carry sliding_window, but with use_sliding_window false it
+  // is inert; we keep the value only to refuse configs that enable it.
+  bool use_sliding_window = false;
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
@@ -44,6 +47,11 @@ Expected<ModelConfig> parse_config_json(std::string_view json_text, std::string_
 // Reads DIR/config.json and, when present, DIR/generation_config.json (whose
 // eos/bos ids take precedence, as in transformers' generate()).
 Expected<ModelConfig> load_config(const std::filesystem::path& model_dir);
+
+// Applies generation_config.json text (bos/eos ids) over `config`; `source`
+// names the file in error messages.
+Status apply_generation_config(std::string_view json_text, std::string_view source,
+                               ModelConfig& config);
 
 // Serializes back to a Hugging Face style config.json (used by `convert`).
 std::string to_config_json(const ModelConfig& config);

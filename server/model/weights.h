@@ -23,18 +23,19 @@ inline float bf16_to_float(uint16_t bits) {
 inline uint16_t float_to_bf16(float f) {
   uint32_t u;
   __builtin_memcpy(&u, &f, sizeof u);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
+    return static_cast<uint16_t>((u >> 16) | 0x40);
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
 
 // y[out] = scale[out] * sum_in q[out, in] * x[in] + bias[out]
 struct QuantLinear {
-  int rows = 0;  // output features
-  int cols = 0;  // input features
-  std::vector<int8_t> q;       // [rows, cols], row-major
-  std::vector<float> scale;    // [rows]
-  std::vector<float> bias;     // [rows] or empty
+  int rows = 0;              // output features
+  int cols = 0;              // input features
+  std::vector<int8_t> q;     // [rows, cols], row-major
+  std::vector<float> scale;  // [rows]
+  std::vector<float> bias;   // [rows] or empty
 
   size_t weight_bytes() const { return q.size() + scale.size() * sizeof(float); }
 };
@@ -42,8 +43,8 @@ struct QuantLinear {
 // The token embedding table: kept in bf16 (its source precision for the
 // models we serve) so a 7B model's 152064 x 3584 table costs 1.1 GB, not 2.2.
 struct Embedding {
-  int rows = 0;  // vocab
-  int cols = 0;  // hidden
+  int rows = 0;                // vocab
+  int cols = 0;                // hidden
   std::vector<uint16_t> bf16;  // [rows, cols]
 
   void gather_row(int32_t token, float* out) const {
@@ -53,8 +54,8 @@ struct Embedding {
 };
 
 struct LayerWeights {
-  std::vector<float> input_norm;          // [hidden]
-  std::vector<float> post_attention_norm; // [hidden]
+  std::vector<float> input_norm;           // [hidden]
+  std::vector<float> post_attention_norm;  // [hidden]
   QuantLinear q_proj, k_proj, v_proj, o_proj;
   QuantLinear gate_proj, up_proj, down_proj;
 };
@@ -65,8 +66,13 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;  // [hidden]
   QuantLinear lm_head;            // [vocab, hidden]; quantized from embed when tied
+  // The output head unquantized ([vocab, hidden] bf16), when the loader
+  // keeps it; rows == 0 otherwise. Logits are where INT8 rounding shows
+  // most (greedy picks between near-ties), so the CPU reference computes
+  // them from this when present, or from embed_tokens when tied.
+  Embedding lm_head_bf16;
 
-  size_t linear_bytes() const;    // INT8 weights + scales streamed per decode step
+  size_t linear_bytes() const;  // INT8 weights + scales streamed per decode step
 };
 
 }  // namespace ringserve::model

@@ -26,12 +26,12 @@ struct StopCriteria {
 };
 
 struct Request {
-  uint64_t id = 0;         // server-wide unique, assigned by the transport
-  std::string log_id;      // "<session>:<client request id>", for log lines
+  uint64_t id = 0;              // server-wide unique, assigned by the transport
+  std::string log_id;           // "<session>:<client request id>", for log lines
   std::vector<int32_t> prompt;  // tokenized at the edge (text and chat too)
   engine::SamplingParams sampling;
   StopCriteria stop;
-  bool stream = true;      // false: deliver everything in one TokenDelta
+  bool stream = true;  // false: deliver everything in one TokenDelta
   Clock::time_point arrival = Clock::now();
 };
 
@@ -44,7 +44,7 @@ struct TokenLogprobs {
 struct TokenDelta {
   uint64_t id = 0;
   std::vector<int32_t> tokens;
-  std::string text;  // complete UTF-8 only
+  std::string text;                     // complete UTF-8 only
   std::vector<TokenLogprobs> logprobs;  // one per token when requested
 };
 
@@ -76,6 +76,34 @@ class RequestSink {
   virtual void on_done(Completion completion) = 0;  // exactly once, last
 };
 
+// A Prometheus-style latency histogram: bucket_counts[i] counts observations
+// in (upper_bounds_s[i-1], upper_bounds_s[i]]; the last bucket is +Inf.
+struct LatencyHistogram {
+  std::vector<double> upper_bounds_s;
+  std::vector<uint64_t> bucket_counts;
+  double sum_s = 0.0;
+  uint64_t count = 0;
+
+  // Bounds from 0.5 ms to 10 s, roughly x2.5 apart: wide enough for a
+  // sub-millisecond GPU decode step and a multi-second CPU prefill.
+  static LatencyHistogram with_default_bounds() {
+    LatencyHistogram h;
+    h.upper_bounds_s = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                        0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};
+    h.bucket_counts.assign(h.upper_bounds_s.size() + 1, 0);
+    return h;
+  }
+  void observe(double seconds) {
+    size_t i = 0;
+    while (i < upper_bounds_s.size() && seconds > upper_bounds_s[i]) ++i;
+    if (bucket_counts.size() != upper_bounds_s.size() + 1)
+      bucket_counts.assign(upper_bounds_s.size() + 1, 0);
+    ++bucket_counts[i];
+    sum_s += seconds;
+    ++count;
+  }
+};
+
 struct StatsSnapshot {
   uint64_t requests_total = 0;
   uint32_t requests_active = 0;
@@ -88,6 +116,9 @@ struct StatsSnapshot {
   std::chrono::microseconds ttft_p50{0}, ttft_p99{0}, itl_p50{0}, itl_p99{0};
   engine::KvUsage kv;
   std::string engine;
+  // Since start (not windowed), for /metrics.
+  LatencyHistogram ttft_histogram = LatencyHistogram::with_default_bounds();
+  LatencyHistogram itl_histogram = LatencyHistogram::with_default_bounds();
 };
 
 // What transports talk to. submit() validates and queues (or returns an

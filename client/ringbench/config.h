@@ -1,0 +1,44 @@
+// What one ringbench run does. Three shapes of load:
+//   batch (default)  --runs R rounds, each submitting --batch B requests at
+//                    once and waiting for all of them (the article's bench)
+//   closed loop      --concurrency N workers, --requests total
+//   open loop        --rate R requests/s with Poisson arrivals, --requests total
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ringbench {
+
+enum class Transport { kShm, kSocket };
+
+struct Config {
+  std::string socket_path;  // empty: the SDK's default path
+  Transport transport = Transport::kShm;
+  int input_len = 512;
+  int output_len = 256;
+  int batch = 1;
+  int runs = 10;
+  std::optional<int> concurrency;
+  std::optional<int> requests;
+  std::optional<double> rate;  // requests per second
+  int warmup = 1;
+  uint64_t seed = 1;
+  std::string json_path;   // empty: no JSON file
+  bool progress = true;    // drawn only when stderr is a terminal
+  double timeout_s = 600;  // per request
+  std::string label;       // free text stored in the JSON (e.g. the server's batch policy)
+
+  enum class Mode { kBatch, kClosedLoop, kOpenLoop };
+  Mode mode() const;
+  int total_requests() const;
+  std::string describe() const;  // one line for the table header
+};
+
+const char* transport_name(Transport t);
+nlohmann::json to_json(const Config& config);
+
+}  // namespace ringbench

@@ -1,0 +1,276 @@
+#include "runner.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "progress.h"
+#include "workload.h"
+
+namespace ringbench {
+
+using ringserve::Client;
+using ringserve::ClientOptions;
+using ringserve::Errc;
+using ringserve::Expected;
+using ringserve::make_error;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_between(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+const char* finish_name(ringserve::FinishReason r) {
+  switch (r) {
+    case ringserve::FinishReason::kStop:
+      return "stop";
+    case ringserve::FinishReason::kLength:
+      return "length";
+    case ringserve::FinishReason::kCancelled:
+      return "cancelled";
+    case ringserve::FinishReason::kError:
+      return "error";
+  }
+  return "?";
+}
+
+// One request, start to Done, timed on this thread.
+RequestRecord run_one(Client& client, const std::vector<int32_t>& prompt, const Config& config,
+                      SteadyClock::time_point phase_start) {
+  RequestRecord record;
+  ringserve::GenerateRequest request;
+  request.prompt = ringserve::protocol::PromptIds{prompt};
+  request.sampling.max_new_tokens = static_cast<uint32_t>(config.output_len);
+  request.sampling.ignore_eos = true;  // exactly output_len tokens
+  request.sampling.temperature = 0.0f;
+  const SteadyClock::time_point sent = SteadyClock::now();
+  record.start_s = std::chrono::duration<double>(sent - phase_start).count();
+  auto stream = client.generate(request);
+  if (!stream) {
+    record.error = stream.error().to_string();
+    return record;
+  }
+  SteadyClock::time_point last = sent;
+  bool first = true;
+  while (true) {
+    auto event = stream->next();
+    if (!event) {
+      record.error = event.error().to_string();
+      return record;
+    }
+    if (!*event) break;
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (const auto* tokens = std::get_if<ringserve::TokenEvent>(&**event)) {
+      const int n = static_cast<int>(tokens->token_ids.size());
+      if (n == 0) continue;
+      record.output_tokens += n;
+      if (first) {
+        record.ttft_ms = ms_between(sent, now);
+        first = false;
+        // Tokens delivered together with the first one have no gap of their own.
+        for (int i = 1; i < n; ++i) record.itl_ms.push_back(0.0);
+      } else {
+        // Tokens coalesced into one event share the gap since the last one.
+        for (int i = 0; i < n; ++i) record.itl_ms.push_back(ms_between(last, now) / n);
+      }
+      last = now;
+    } else if (const auto* done = std::get_if<ringserve::Done>(&**event)) {
+      record.e2e_ms = ms_between(sent, now);
+      record.queue_ms = static_cast<double>(done->timings.queue_us) / 1000.0;
+      record.prefill_ms = static_cast<double>(done->timings.prefill_us) / 1000.0;
+      if (done->reason != ringserve::FinishReason::kLength) {
+        record.error = fmt::format("finished with {}{}{}", finish_name(done->reason),
+                                   done->error_message.empty() ? "" : ": ", done->error_message);
+        return record;
+      }
+    }
+  }
+  if (record.output_tokens != config.output_len) {
+    record.error =
+        fmt::format("got {} tokens, expected {}", record.output_tokens, config.output_len);
+    return record;
+  }
+  record.ok = true;
+  return record;
+}
+
+nlohmann::json stats_json(const ringserve::ServerStats& s) {
+  return {{"engine", s.engine},
+          {"requests_total", s.requests_total},
+          {"steps_total", s.steps_total},
+          {"batch_size_histogram", s.batch_size_histogram},
+          {"mean_step_us", s.mean_step_us},
+          {"kv_blocks_total", s.kv_blocks_total}};
+}
+
+nlohmann::json machine_json() {
+  nlohmann::json m;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  m["hostname"] = host;
+  m["cpus"] = std::thread::hardware_concurrency();
+  utsname u{};
+  if (uname(&u) == 0) m["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  const std::time_t now = std::time(nullptr);
+  char date[64] = {};
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  m["date"] = date;
+  return m;
+}
+
+// Runs `count` requests from `prompts`, at most `parallel` at a time, each
+// worker pulling the next index. Batch mode calls it once per round.
+void closed_loop(std::vector<std::unique_ptr<Client>>& clients, const Config& config,
+                 const std::vector<std::vector<int32_t>>& prompts, size_t first, size_t count,
+                 int parallel, SteadyClock::time_point phase_start,
+                 std::vector<RequestRecord>& records, Progress* progress) {
+  std::atomic<size_t> next{first};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < parallel; ++w) {
+    workers.emplace_back([&, w] {
+      Client& client = *clients[static_cast<size_t>(w) % clients.size()];
+      for (size_t i = next.fetch_add(1); i < first + count; i = next.fetch_add(1)) {
+        records[i] = run_one(client, prompts[i], config, phase_start);
+        if (progress) progress->add();
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+}
+
+}  // namespace
+
+Expected<Report> run_benchmark(const Config& config) {
+  if (config.input_len < 1 || config.output_len < 1) {
+    return make_error(Errc::kInvalidArgument, "--input-len and --output-len must be at least 1");
+  }
+  if (config.batch < 1 || config.runs < 1 || config.total_requests() < 1) {
+    return make_error(Errc::kInvalidArgument, "--batch, --runs and --requests must be at least 1");
+  }
+  if (config.concurrency && *config.concurrency < 1) {
+    return make_error(Errc::kInvalidArgument, "--concurrency must be at least 1");
+  }
+  if (config.rate && !(*config.rate > 0)) {
+    return make_error(Errc::kInvalidArgument, "--rate must be positive");
+  }
+
+  ClientOptions options;
+  options.use_shm = config.transport == Transport::kShm;
+  options.client_name = "ringbench";
+  options.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
+  const std::string path =
+      config.socket_path.empty() ? Client::default_socket_path() : config.socket_path;
+
+  const int total = config.total_requests();
+  int parallel = 1;
+  switch (config.mode()) {
+    case Config::Mode::kBatch:
+      parallel = config.batch;
+      break;
+    case Config::Mode::kClosedLoop:
+      parallel = *config.concurrency;
+      break;
+    case Config::Mode::kOpenLoop:
+      parallel = total;
+      break;
+  }
+  // Several connections, as several clients would open; each is thread-safe
+  // and carries many requests.
+  const int connections = std::clamp(parallel, 1, 8);
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < connections; ++i) {
+    auto c = Client::connect(path, options);
+    if (!c) return ringserve::with_context(std::move(c).error(), path);
+    clients.push_back(std::move(c).value());
+  }
+  if (config.transport == Transport::kShm && !clients[0]->uses_shm()) {
+    return make_error(Errc::kUnsupported, "the server did not grant shared memory");
+  }
+  const ringserve::ServerInfo& info = clients[0]->server_info();
+  if (info.max_context > 0 &&
+      static_cast<uint32_t>(config.input_len + config.output_len) > info.max_context) {
+    return make_error(Errc::kInvalidArgument,
+                      "input {} + output {} tokens exceed the server's context of {}",
+                      config.input_len, config.output_len, info.max_context);
+  }
+  // Plain ids: skip the lowest ids (bos/eos/pad in small vocabularies) and
+  // the added special tokens at the top of large ones.
+  const int32_t vocab = static_cast<int32_t>(info.vocab_size);
+  const int32_t low = vocab > 4096 ? 1000 : 3;
+  const int32_t high = vocab > 4096 ? std::min<int32_t>(vocab, 150000) : vocab;
+  if (high <= low) return make_error(Errc::kUnsupported, "vocabulary of {} is too small", vocab);
+
+  const auto warm_prompts = make_prompts(config.warmup, config.input_len, low, high, ~config.seed);
+  for (const auto& p : warm_prompts) {
+    RequestRecord r = run_one(*clients[0], p, config, SteadyClock::now());
+    if (!r.ok) return make_error(Errc::kUnavailable, "warm-up request failed: {}", r.error);
+  }
+
+  auto before = clients[0]->stats();
+  const auto prompts = make_prompts(total, config.input_len, low, high, config.seed);
+  std::vector<RequestRecord> records(static_cast<size_t>(total));
+  const SteadyClock::time_point start = SteadyClock::now();
+  {
+    Progress progress("ringbench", total, config.progress);
+    switch (config.mode()) {
+      case Config::Mode::kBatch:
+        for (int first = 0; first < total; first += config.batch) {
+          const int count = std::min(config.batch, total - first);
+          closed_loop(clients, config, prompts, static_cast<size_t>(first),
+                      static_cast<size_t>(count), count, start, records, &progress);
+        }
+        break;
+      case Config::Mode::kClosedLoop:
+        closed_loop(clients, config, prompts, 0, static_cast<size_t>(total), parallel, start,
+                    records, &progress);
+        break;
+      case Config::Mode::kOpenLoop: {
+        const std::vector<double> at = poisson_arrivals(total, *config.rate, config.seed);
+        std::vector<std::thread> inflight;
+        for (size_t i = 0; i < at.size(); ++i) {
+          std::this_thread::sleep_until(start + std::chrono::duration_cast<SteadyClock::duration>(
+                                                    std::chrono::duration<double>(at[i])));
+          inflight.emplace_back([&, i] {
+            records[i] = run_one(*clients[i % clients.size()], prompts[i], config, start);
+            progress.add();
+          });
+        }
+        for (auto& t : inflight) t.join();
+        break;
+      }
+    }
+  }
+  const double wall_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
+
+  Report report;
+  report.config = config;
+  report.summary = summarize(records, wall_s);
+  report.machine = machine_json();
+  report.server["model"] = info.model_name;
+  if (auto after = clients[0]->stats()) {
+    report.server = stats_json(*after);
+    report.server["model"] = info.model_name;
+    // This run's steps only: the server's counters are cumulative.
+    if (before && before->batch_size_histogram.size() == after->batch_size_histogram.size()) {
+      std::vector<uint64_t> delta = after->batch_size_histogram;
+      for (size_t i = 0; i < delta.size(); ++i) delta[i] -= before->batch_size_histogram[i];
+      report.server["batch_size_histogram"] = delta;
+      report.server["steps_total"] = after->steps_total - before->steps_total;
+    }
+  }
+  return report;
+}
+
+}  // namespace ringbench

@@ -1,0 +1,77 @@
+#include "attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cuda_check.h"
+
+namespace ringserve::kernels {
+namespace {
+
+Status check_prefill(const PrefillAttentionArgs& a) {
+  if (a.num_heads <= 0 || a.num_kv_heads <= 0 || a.num_heads % a.num_kv_heads != 0 ||
+      a.head_dim <= 0 || a.nseq <= 0)
+    return make_error(Errc::kInvalidArgument, "attention_prefill: bad shape");
+  if (!a.q || !a.k || !a.v || !a.out || !a.scores || !a.probs || !a.pointers || !a.seq_start ||
+      !a.seq_len)
+    return make_error(Errc::kInvalidArgument, "attention_prefill: null pointer");
+  for (int s = 0; s < a.nseq; ++s)
+    if (a.seq_len[s] <= 0 || a.seq_start[s] < 0)
+      return make_error(Errc::kInvalidArgument, "attention_prefill: sequence {} is empty", s);
+  return ok();
+}
+
+}  // namespace
+
+Status attention_decode(const DecodeAttentionArgs& a, cudaStream_t stream) {
+  if (a.batch <= 0 || a.num_heads <= 0 || a.num_kv_heads <= 0 ||
+      a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > kAttentionMaxGroup ||
+      a.head_dim % 8 != 0 || a.head_dim <= 0 || a.head_dim > kAttentionMaxHeadDim ||
+      a.split_tokens <= 0 || a.split_tokens > kAttentionMaxSplitTokens || a.max_splits <= 0 ||
+      a.block_tokens <= 0 || a.max_blocks_per_seq <= 0)
+    return make_error(Errc::kInvalidArgument,
+                      "attention_decode: unsupported shape (H={} KVH={} D={} split={})",
+                      a.num_heads, a.num_kv_heads, a.head_dim, a.split_tokens);
+  if (!a.q || !a.k_cache || !a.v_cache || !a.block_tables || !a.context_lens || !a.partial_o ||
+      !a.partial_ml || !a.out)
+    return make_error(Errc::kInvalidArgument, "attention_decode: null pointer");
+  CUDA_CHECK(detail::attention_decode_launch(a, stream));
+  return ok();
+}
+
+Status prefill_attention_prepare(const PrefillAttentionArgs& a, cudaStream_t stream) {
+  RS_TRY_STATUS(check_prefill(a));
+  for (int s = 0; s < a.nseq; ++s) CUDA_CHECK(detail::prefill_pointers_launch(a, s, stream));
+  return ok();
+}
+
+Status attention_prefill(const PrefillAttentionArgs& a, cublasHandle_t cublas,
+                         cudaStream_t stream) {
+  RS_TRY_STATUS(check_prefill(a));
+  CUBLAS_CHECK(cublasSetStream(cublas, stream));
+  const int H = a.num_heads, D = a.head_dim, KVH = a.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const float one = 1.0f, zero = 0.0f;
+  const int hpp = a.heads_per_pass > 0 ? std::min(a.heads_per_pass, H) : H;
+  for (int s = 0; s < a.nseq; ++s) {
+    const int T = a.seq_len[s];
+    for (int h0 = 0; h0 < H; h0 += hpp) {
+      const int nh = std::min(hpp, H - h0);
+      void** p = a.pointers + static_cast<size_t>(s) * 6 * H + h0;
+      // Row-major S[T][T] = Q[T][D] K[T][D]^T is column-major S^T = K Q^T.
+      CUBLAS_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, &scale,
+                                       p + 1 * H, CUDA_R_16BF, KVH * D, p + 0 * H, CUDA_R_16BF,
+                                       H * D, &zero, p + 2 * H, CUDA_R_32F, T, nh,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      CUDA_CHECK(detail::causal_softmax_launch(a.scores, a.probs, T, nh * T, stream));
+      // Row-major O[T][D] = P[T][T] V[T][D] is column-major O^T = V^T P^T.
+      CUBLAS_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, &one,
+                                       p + 4 * H, CUDA_R_16BF, KVH * D, p + 3 * H, CUDA_R_16BF, T,
+                                       &zero, p + 5 * H, CUDA_R_16BF, H * D, nh,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+  }
+  return ok();
+}
+
+}  // namespace ringserve::kernels

@@ -1,0 +1,220 @@
+#include "attention.h"
+#include "common.cuh"
+
+namespace ringserve::kernels {
+namespace {
+
+constexpr int kDecodeThreads = 128;
+
+// One block per (split, kv head, sequence): the block's G query heads share
+// every key and value it loads.
+__global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(DecodeAttentionArgs a) {
+  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int n = a.context_lens[b];
+  const int s0 = split * a.split_tokens;
+  if (s0 >= n) return;
+  const int len = min(a.split_tokens, n - s0);
+  const int H = a.num_heads, D = a.head_dim, G = H / a.num_kv_heads;
+  const int KVH = a.num_kv_heads, BT = a.block_tokens;
+  const float softmax_scale = rsqrtf(static_cast<float>(D));
+
+  extern __shared__ float smem[];
+  float* q = smem;                              // [G][D]
+  float* p = smem + kAttentionMaxGroup * D;     // [G][split_tokens]
+  __shared__ float ml[kAttentionMaxGroup][2];
+
+  for (int i = threadIdx.x; i < G * D; i += kDecodeThreads)
+    q[i] = __bfloat162float(a.q[static_cast<size_t>(b) * H * D + kvh * G * D + i]);
+  __syncthreads();
+
+  const int32_t* table = a.block_tables + static_cast<size_t>(b) * a.max_blocks_per_seq;
+  auto slot_base = [&](int pos) {
+    const int block = table[pos / BT];
+    return ((static_cast<size_t>(block) * KVH + kvh) * BT + pos % BT) * D;
+  };
+
+  // Scores: one key per thread, 8 bf16 per 16-byte load.
+  for (int i = threadIdx.x; i < len; i += kDecodeThreads) {
+    const uint4* kp = reinterpret_cast<const uint4*>(a.k_cache + slot_base(s0 + i));
+    float acc[kAttentionMaxGroup];
+#pragma unroll
+    for (int g = 0; g < kAttentionMaxGroup; ++g) acc[g] = 0.0f;
+    for (int d8 = 0; d8 < D / 8; ++d8) {
+      const uint4 kv = kp[d8];
+      const uint32_t w[4] = {kv.x, kv.y, kv.z, kv.w};
+      float kf[8];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        kf[2 * e] = detail::bf16_lo(w[e]);
+        kf[2 * e + 1] = detail::bf16_hi(w[e]);
+      }
+#pragma unroll
+      for (int g = 0; g < kAttentionMaxGroup; ++g) {
+        if (g < G) {
+          const float* qg = q + g * D + d8 * 8;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[g] += qg[e] * kf[e];
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kAttentionMaxGroup; ++g)
+      if (g < G) p[g * a.split_tokens + i] = acc[g] * softmax_scale;
+  }
+  __syncthreads();
+
+  // Softmax statistics per head, one warp per head.
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int g = warp; g < G; g += kDecodeThreads / 32) {
+    float* pg = p + g * a.split_tokens;
+    float m = -INFINITY;
+    for (int i = lane; i < len; i += 32) m = fmaxf(m, pg[i]);
+    m = detail::warp_max(m);
+    float l = 0.0f;
+    for (int i = lane; i < len; i += 32) {
+      const float e = expf(pg[i] - m);
+      pg[i] = e;
+      l += e;
+    }
+    l = detail::warp_sum(l);
+    if (lane == 0) {
+      ml[g][0] = m;
+      ml[g][1] = l;
+    }
+  }
+  __syncthreads();
+
+  // Values: one head-dim column per thread, coalesced across the block.
+  for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
+    float acc[kAttentionMaxGroup];
+#pragma unroll
+    for (int g = 0; g < kAttentionMaxGroup; ++g) acc[g] = 0.0f;
+    for (int i = 0; i < len; ++i) {
+      const float v = __bfloat162float(a.v_cache[slot_base(s0 + i) + d]);
+#pragma unroll
+      for (int g = 0; g < kAttentionMaxGroup; ++g)
+        if (g < G) acc[g] += p[g * a.split_tokens + i] * v;
+    }
+#pragma unroll
+    for (int g = 0; g < kAttentionMaxGroup; ++g) {
+      if (g < G) {
+        const int qh = kvh * G + g;
+        const size_t o = (static_cast<size_t>(b) * H + qh) * a.max_splits + split;
+        a.partial_o[o * D + d] = acc[g];
+        if (d == 0) {
+          a.partial_ml[o * 2] = ml[g][0];
+          a.partial_ml[o * 2 + 1] = ml[g][1];
+        }
+      }
+    }
+  }
+}
+
+// Merges the splits of one (sequence, head): rescale each split's sums to the
+// global max, add, normalise.
+__global__ void attention_combine_kernel(DecodeAttentionArgs a) {
+  const int qh = blockIdx.x, b = blockIdx.y;
+  const int D = a.head_dim, H = a.num_heads;
+  const int n = a.context_lens[b];
+  const int nsplits = min(a.max_splits, (n + a.split_tokens - 1) / a.split_tokens);
+  const size_t base = (static_cast<size_t>(b) * H + qh) * a.max_splits;
+  float m = -INFINITY;
+  for (int s = 0; s < nsplits; ++s) m = fmaxf(m, a.partial_ml[(base + s) * 2]);
+  float l = 0.0f;
+  for (int s = 0; s < nsplits; ++s)
+    l += expf(a.partial_ml[(base + s) * 2] - m) * a.partial_ml[(base + s) * 2 + 1];
+  const float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float o = 0.0f;
+    for (int s = 0; s < nsplits; ++s)
+      o += expf(a.partial_ml[(base + s) * 2] - m) * a.partial_o[(base + s) * D + d];
+    a.out[static_cast<size_t>(b) * H * D + qh * D + d] = __float2bfloat16(o * inv_l);
+  }
+}
+
+// Causal softmax over rows of S [H][T][T] (fp32) into P (bf16): row t keeps
+// keys 0..t. One warp per row.
+__global__ void causal_softmax_kernel(const float* __restrict__ s, __nv_bfloat16* __restrict__ p,
+                                      int T, int rows) {
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = row % T;
+  const float* sr = s + static_cast<size_t>(row) * T;
+  __nv_bfloat16* pr = p + static_cast<size_t>(row) * T;
+  float m = -INFINITY;
+  for (int j = lane; j <= t; j += 32) m = fmaxf(m, sr[j]);
+  m = detail::warp_max(m);
+  float l = 0.0f;
+  for (int j = lane; j <= t; j += 32) l += expf(sr[j] - m);
+  l = detail::warp_sum(l);
+  const float inv = 1.0f / l;
+  for (int j = lane; j < T; j += 32)
+    pr[j] = __float2bfloat16(j <= t ? expf(sr[j] - m) * inv : 0.0f);
+}
+
+struct PointerJob {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  __nv_bfloat16* out;
+  float* scores;
+  __nv_bfloat16* probs;
+  int start, len, H, G, D, KVH, heads_per_pass;
+};
+
+// Pointer table for one sequence: [Q, K, S, P, V, O] x H.
+__global__ void prefill_pointers_kernel(PointerJob j, void** ptrs) {
+  const int qh = threadIdx.x + blockIdx.x * blockDim.x;
+  if (qh >= j.H) return;
+  const int kvh = qh / j.G;
+  const size_t tt = static_cast<size_t>(j.len) * j.len;
+  ptrs[0 * j.H + qh] = const_cast<__nv_bfloat16*>(j.q) + static_cast<size_t>(j.start) * j.H * j.D + qh * j.D;
+  ptrs[1 * j.H + qh] = const_cast<__nv_bfloat16*>(j.k) + static_cast<size_t>(j.start) * j.KVH * j.D + kvh * j.D;
+  ptrs[2 * j.H + qh] = j.scores + (qh % j.heads_per_pass) * tt;
+  ptrs[3 * j.H + qh] = j.probs + (qh % j.heads_per_pass) * tt;
+  ptrs[4 * j.H + qh] = const_cast<__nv_bfloat16*>(j.v) + static_cast<size_t>(j.start) * j.KVH * j.D + kvh * j.D;
+  ptrs[5 * j.H + qh] = j.out + static_cast<size_t>(j.start) * j.H * j.D + qh * j.D;
+}
+
+}  // namespace
+
+namespace detail {
+
+cudaError_t attention_decode_launch(const DecodeAttentionArgs& a, cudaStream_t stream) {
+  const size_t smem = sizeof(float) * kAttentionMaxGroup * (a.head_dim + a.split_tokens);
+  const dim3 grid(a.max_splits, a.num_kv_heads, a.batch);
+  attention_decode_kernel<<<grid, kDecodeThreads, smem, stream>>>(a);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  attention_combine_kernel<<<dim3(a.num_heads, a.batch), 128, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t prefill_pointers_launch(const PrefillAttentionArgs& a, int s, cudaStream_t stream) {
+  const PointerJob j{a.q,
+                     a.k,
+                     a.v,
+                     a.out,
+                     a.scores,
+                     a.probs,
+                     a.seq_start[s],
+                     a.seq_len[s],
+                     a.num_heads,
+                     a.num_heads / a.num_kv_heads,
+                     a.head_dim,
+                     a.num_kv_heads,
+                     a.heads_per_pass > 0 ? a.heads_per_pass : a.num_heads};
+  prefill_pointers_kernel<<<(a.num_heads + 127) / 128, 128, 0, stream>>>(
+      j, a.pointers + static_cast<size_t>(s) * 6 * a.num_heads);
+  return cudaGetLastError();
+}
+
+cudaError_t causal_softmax_launch(const float* scores, __nv_bfloat16* probs, int T, int rows,
+                                  cudaStream_t stream) {
+  causal_softmax_kernel<<<(rows + 7) / 8, 256, 0, stream>>>(scores, probs, T, rows);
+  return cudaGetLastError();
+}
+
+}  // namespace detail
+}  // namespace ringserve::kernels

@@ -1,0 +1,43 @@
+#include "gemv_w8a16.h"
+
+#include "cuda_check.h"
+
+namespace ringserve::kernels {
+
+GemvConfig default_gemv_config(int rows, int /*cols*/, GemvEpilogue epilogue) {
+  GemvConfig cfg;
+  cfg.tiles = epilogue == GemvEpilogue::kSiluMulBf16 ? 2 : 1;
+  const int blocks = (rows + 16 * cfg.tiles - 1) / (16 * cfg.tiles);
+  // Few row tiles (o_proj, down_proj: 224) need a wider K split to keep
+  // enough loads in flight on 132 SMs; many tiles do better with short blocks.
+  cfg.warps = blocks < 600 ? 16 : (blocks < 2000 ? 8 : 4);
+  return cfg;
+}
+
+Status gemv_w8a16(const GemvArgs& args, cudaStream_t stream) {
+  return gemv_w8a16(args, default_gemv_config(args.rows, args.cols, args.epilogue), stream);
+}
+
+Status gemv_w8a16(const GemvArgs& a, const GemvConfig& cfg, cudaStream_t stream) {
+  if (a.rows <= 0 || a.cols <= 0 || a.batch <= 0)
+    return make_error(Errc::kInvalidArgument, "gemv_w8a16: bad shape rows={} cols={} batch={}",
+                      a.rows, a.cols, a.batch);
+  if (!a.w || !a.scale || !a.x || !a.out)
+    return make_error(Errc::kInvalidArgument, "gemv_w8a16: null pointer");
+  if (cfg.tiles != 1 && cfg.tiles != 2)
+    return make_error(Errc::kInvalidArgument, "gemv_w8a16: tiles must be 1 or 2");
+  if (cfg.warps != 4 && cfg.warps != 8 && cfg.warps != 16)
+    return make_error(Errc::kInvalidArgument, "gemv_w8a16: warps must be 4, 8 or 16");
+  const bool silu = a.epilogue == GemvEpilogue::kSiluMulBf16;
+  if (silu && (a.rows % 32 != 0 || cfg.tiles != 2))
+    return make_error(Errc::kInvalidArgument,
+                      "gemv_w8a16: gate/up packing needs rows % 32 == 0 and tiles == 2 (rows={})",
+                      a.rows);
+  const int out_cols = silu ? a.rows / 2 : a.rows;
+  if (a.ld_out != 0 && a.ld_out < out_cols)
+    return make_error(Errc::kInvalidArgument, "gemv_w8a16: ld_out {} < {}", a.ld_out, out_cols);
+  CUDA_CHECK(detail::gemv_w8a16_launch(a, cfg, stream));
+  return ok();
+}
+
+}  // namespace ringserve::kernels

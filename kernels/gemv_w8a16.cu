@@ -1,0 +1,273 @@
+#include <algorithm>
+
+#include "common.cuh"
+#include "gemv_w8a16.h"
+
+namespace ringserve::kernels {
+namespace {
+
+using detail::int8x4_to_bf16x2;
+
+// One K chunk is 64 columns: lane (g, t) of a warp (g = lane / 4, t = lane % 4)
+// holds 16 consecutive bytes of weight rows g and g + 8 and 16 consecutive
+// activations of batch row g. The dot product does not care in which order K
+// is summed, so the chunk's physical columns [16t + 4j, 16t + 4j + 4) are
+// presented to mma j as its logical columns {2t, 2t+1, 2t+8, 2t+9} on both the
+// A (weights) and B (activations) side. Every load is 16 bytes wide and no
+// shuffle is needed.
+struct Chunk {
+  uint4 w[2];  // rows g, g + 8
+};
+
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1,
+                                               uint32_t a2, uint32_t a3, uint32_t b0,
+                                               uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+__device__ __forceinline__ void mma_chunk(float (&acc)[4], const Chunk& c, const uint4 (&x)[2]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    uint32_t lo_g, hi_g, lo_g8, hi_g8;
+    int8x4_to_bf16x2(word(c.w[0], j), lo_g, hi_g);
+    int8x4_to_bf16x2(word(c.w[1], j), lo_g8, hi_g8);
+    // activations 4j..4j+3 of this lane's 16: words 2j and 2j+1 of x[0..1]
+    const uint32_t b0 = word(x[j / 2], (j % 2) * 2);
+    const uint32_t b1 = word(x[j / 2], (j % 2) * 2 + 1);
+    mma_bf16_16816(acc, lo_g, lo_g8, hi_g, hi_g8, b0, b1);
+  }
+}
+
+// Bounds-checked chunk load for the last, partial chunk (cols % 64 != 0) and
+// for matrices whose rows are not 16-byte aligned.
+__device__ __forceinline__ void load_chunk_checked(const int8_t* w0, const int8_t* w1, bool v0,
+                                                   bool v1, const __nv_bfloat16* xr, bool vx,
+                                                   int k0, int K, Chunk& c, uint4 (&x)[2]) {
+  uint32_t wa[4] = {0, 0, 0, 0}, wb[4] = {0, 0, 0, 0}, xs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+  for (int e = 0; e < 16; ++e) {
+    const int k = k0 + e;
+    if (k < K) {
+      if (v0) wa[e / 4] |= static_cast<uint32_t>(static_cast<uint8_t>(w0[k])) << (8 * (e % 4));
+      if (v1) wb[e / 4] |= static_cast<uint32_t>(static_cast<uint8_t>(w1[k])) << (8 * (e % 4));
+      if (vx) {
+        const uint32_t bits = __bfloat16_as_ushort(xr[k]);
+        xs[e / 2] |= bits << (16 * (e % 2));
+      }
+    }
+  }
+  c.w[0] = make_uint4(wa[0], wa[1], wa[2], wa[3]);
+  c.w[1] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
+  x[0] = make_uint4(xs[0], xs[1], xs[2], xs[3]);
+  x[1] = make_uint4(xs[4], xs[5], xs[6], xs[7]);
+}
+
+template <int TILES, int WARPS, GemvEpilogue EPI>
+__global__ void __launch_bounds__(WARPS * 32)
+    gemv_w8a16_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
+                      const float* __restrict__ bias, int rows, int K,
+                      const __nv_bfloat16* __restrict__ X, int batch, void* __restrict__ out,
+                      int ld_out, bool vec) {
+  // Chunks in flight per warp before the first mma: enough independent 16-byte
+  // loads to cover DRAM latency with few warps per SM.
+  constexpr int U = TILES == 1 ? 4 : 2;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * 16 * TILES;
+
+  const int8_t* wrow[TILES][2];
+  bool rvalid[TILES][2];
+#pragma unroll
+  for (int i = 0; i < TILES; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + i * 16 + g + 8 * h;
+      rvalid[i][h] = r < rows;
+      wrow[i][h] = W + static_cast<size_t>(rvalid[i][h] ? r : 0) * K;
+    }
+  }
+  const bool xvalid = g < batch;
+  const __nv_bfloat16* xrow = X + static_cast<size_t>(xvalid ? g : 0) * K;
+
+  const int nchunks = (K + 63) / 64;
+  const int per_warp = (nchunks + WARPS - 1) / WARPS;
+  const int c_begin = min(nchunks, warp * per_warp);
+  const int c_end = min(nchunks, c_begin + per_warp);
+  // Chunks that are whole and aligned take the vector path.
+  const int full_end = vec ? min(c_end, K / 64) : c_begin;
+
+  float acc[TILES][4];
+#pragma unroll
+  for (int i = 0; i < TILES; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  int c = c_begin;
+  for (; c + U <= full_end; c += U) {
+    Chunk ch[U][TILES];
+    uint4 xv[U][2];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int k0 = (c + u) * 64 + t * 16;
+#pragma unroll
+      for (int i = 0; i < TILES; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          ch[u][i].w[h] = rvalid[i][h] ? detail::ld_stream_u4(wrow[i][h] + k0) : zero;
+      }
+      const uint4* xp = reinterpret_cast<const uint4*>(xrow + k0);
+      xv[u][0] = xvalid ? __ldg(xp) : zero;
+      xv[u][1] = xvalid ? __ldg(xp + 1) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int i = 0; i < TILES; ++i) mma_chunk(acc[i], ch[u][i], xv[u]);
+    }
+  }
+  for (; c < c_end; ++c) {
+    const int k0 = c * 64 + t * 16;
+    uint4 xv[2];
+#pragma unroll
+    for (int i = 0; i < TILES; ++i) {
+      Chunk ch;
+      if (c < full_end) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          ch.w[h] = rvalid[i][h] ? detail::ld_stream_u4(wrow[i][h] + k0) : zero;
+        const uint4* xp = reinterpret_cast<const uint4*>(xrow + k0);
+        xv[0] = xvalid ? __ldg(xp) : zero;
+        xv[1] = xvalid ? __ldg(xp + 1) : zero;
+      } else {
+        load_chunk_checked(wrow[i][0], wrow[i][1], rvalid[i][0], rvalid[i][1], xrow, xvalid, k0,
+                           K, ch, xv);
+      }
+      mma_chunk(acc[i], ch, xv);
+    }
+  }
+
+  // Accumulator fragment: acc[0..1] = (row g, batch 2t, 2t+1), acc[2..3] =
+  // (row g+8, batch 2t, 2t+1). Sum the K-split partials of all warps.
+  __shared__ float part[WARPS][TILES][16][9];  // +1 column: fewer bank conflicts
+#pragma unroll
+  for (int i = 0; i < TILES; ++i) {
+    part[warp][i][g][2 * t] = acc[i][0];
+    part[warp][i][g][2 * t + 1] = acc[i][1];
+    part[warp][i][g + 8][2 * t] = acc[i][2];
+    part[warp][i][g + 8][2 * t + 1] = acc[i][3];
+  }
+  __syncthreads();
+
+  constexpr int kOutputs = (EPI == GemvEpilogue::kSiluMulBf16 ? 1 : TILES) * 128;
+  for (int idx = threadIdx.x; idx < kOutputs; idx += WARPS * 32) {
+    const int tile = idx / 128, r = (idx / 8) % 16, n = idx % 8;
+    if (n >= batch) continue;
+    auto total = [&](int tl) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) s += part[w][tl][r][n];
+      return s;
+    };
+    if constexpr (EPI == GemvEpilogue::kSiluMulBf16) {
+      const int gr = row0 + r, ur = row0 + 16 + r;
+      if (ur >= rows) continue;
+      float gv = total(0) * scale[gr], uv = total(1) * scale[ur];
+      if (bias) {
+        gv += bias[gr];
+        uv += bias[ur];
+      }
+      const int j = blockIdx.x * 16 + r;
+      static_cast<__nv_bfloat16*>(out)[static_cast<size_t>(n) * ld_out + j] =
+          __float2bfloat16(detail::silu(gv) * uv);
+    } else {
+      const int row = row0 + tile * 16 + r;
+      if (row >= rows) continue;
+      float v = total(tile) * scale[row];
+      if (bias) v += bias[row];
+      const size_t o = static_cast<size_t>(n) * ld_out + row;
+      if constexpr (EPI == GemvEpilogue::kStoreF32) {
+        static_cast<float*>(out)[o] = v;
+      } else if constexpr (EPI == GemvEpilogue::kStoreBf16) {
+        static_cast<__nv_bfloat16*>(out)[o] = __float2bfloat16(v);
+      } else {
+        static_cast<float*>(out)[o] += v;
+      }
+    }
+  }
+}
+
+template <int TILES, int WARPS, GemvEpilogue EPI>
+void launch(const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch, int ld_out,
+            bool vec, cudaStream_t stream) {
+  const int rows_per_block = 16 * TILES;
+  const int blocks = (a.rows + rows_per_block - 1) / rows_per_block;
+  gemv_w8a16_kernel<TILES, WARPS, EPI><<<blocks, WARPS * 32, 0, stream>>>(
+      a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
+}
+
+template <int TILES, GemvEpilogue EPI>
+void launch_warps(int warps, const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch,
+                  int ld_out, bool vec, cudaStream_t stream) {
+  switch (warps) {
+    case 4: return launch<TILES, 4, EPI>(a, x, out, batch, ld_out, vec, stream);
+    case 16: return launch<TILES, 16, EPI>(a, x, out, batch, ld_out, vec, stream);
+    default: return launch<TILES, 8, EPI>(a, x, out, batch, ld_out, vec, stream);
+  }
+}
+
+template <GemvEpilogue EPI>
+void launch_tiles(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x, void* out,
+                  int batch, int ld_out, bool vec, cudaStream_t stream) {
+  if (cfg.tiles == 2) return launch_warps<2, EPI>(cfg.warps, a, x, out, batch, ld_out, vec, stream);
+  if constexpr (EPI != GemvEpilogue::kSiluMulBf16)
+    launch_warps<1, EPI>(cfg.warps, a, x, out, batch, ld_out, vec, stream);
+}
+
+size_t out_elem_size(GemvEpilogue e) {
+  return (e == GemvEpilogue::kStoreBf16 || e == GemvEpilogue::kSiluMulBf16) ? 2 : 4;
+}
+
+}  // namespace
+
+namespace detail {
+
+cudaError_t gemv_w8a16_launch(const GemvArgs& a, const GemvConfig& cfg, cudaStream_t stream) {
+  const bool silu = a.epilogue == GemvEpilogue::kSiluMulBf16;
+  const int out_cols = silu ? a.rows / 2 : a.rows;
+  const int ld_out = a.ld_out > 0 ? a.ld_out : out_cols;
+  const bool vec = a.cols % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
+  for (int b0 = 0; b0 < a.batch; b0 += 8) {
+    const int nb = std::min(8, a.batch - b0);
+    const __nv_bfloat16* x = a.x + static_cast<size_t>(b0) * a.cols;
+    void* out = static_cast<char*>(a.out) +
+                static_cast<size_t>(b0) * ld_out * out_elem_size(a.epilogue);
+    switch (a.epilogue) {
+      case GemvEpilogue::kStoreF32:
+        launch_tiles<GemvEpilogue::kStoreF32>(cfg, a, x, out, nb, ld_out, vec, stream);
+        break;
+      case GemvEpilogue::kStoreBf16:
+        launch_tiles<GemvEpilogue::kStoreBf16>(cfg, a, x, out, nb, ld_out, vec, stream);
+        break;
+      case GemvEpilogue::kResidualAddF32:
+        launch_tiles<GemvEpilogue::kResidualAddF32>(cfg, a, x, out, nb, ld_out, vec, stream);
+        break;
+      case GemvEpilogue::kSiluMulBf16:
+        launch_tiles<GemvEpilogue::kSiluMulBf16>(cfg, a, x, out, nb, ld_out, vec, stream);
+        break;
+    }
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace detail
+}  // namespace ringserve::kernels

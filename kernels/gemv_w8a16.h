@@ -1,0 +1,69 @@
+// W8A16 GEMV / skinny GEMM for decode: y[b, r] = scale[r] * sum_k W[r, k] x[b, k]
+// (+ bias[r]) for batch 1..8 per pass (larger batches run in passes of 8).
+// W is int8 [rows, cols] row-major with one fp32 scale per row; x is bf16.
+// Every weight byte is read once per pass, whatever the batch: the batch is
+// the N=8 side of a bf16 tensor-core mma, the weights the M=16 side.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#ifndef __CUDACC__
+#include "ringserve/common/expected.h"
+#endif
+
+namespace ringserve::kernels {
+
+enum class GemvEpilogue {
+  kStoreF32,        // out f32 [b, rows] = acc * scale + bias
+  kStoreBf16,       // out bf16 [b, rows] = acc * scale + bias
+  kResidualAddF32,  // out f32 [b, rows] += acc * scale + bias (the residual stream)
+  kSiluMulBf16,     // packed gate/up (see pack_gate_up_rows): out bf16 [b, rows/2] = silu(g) * u
+};
+
+struct GemvArgs {
+  const int8_t* w = nullptr;
+  const float* scale = nullptr;
+  const float* bias = nullptr;  // may be null
+  int rows = 0;
+  int cols = 0;
+  const __nv_bfloat16* x = nullptr;  // [batch, cols], row stride cols
+  int batch = 0;
+  void* out = nullptr;
+  int ld_out = 0;  // row stride of out in elements; 0 = rows (rows/2 for kSiluMulBf16)
+  GemvEpilogue epilogue = GemvEpilogue::kStoreF32;
+};
+
+// Launch shape: `tiles` 16-row mma tiles per block (2 for kSiluMulBf16: one
+// gate tile and its up tile), `warps` warps per block splitting the K range.
+struct GemvConfig {
+  int tiles = 1;   // 1 or 2
+  int warps = 8;   // 4, 8 or 16
+};
+
+GemvConfig default_gemv_config(int rows, int cols, GemvEpilogue epilogue);
+
+#ifndef __CUDACC__
+// Errors: kInvalidArgument for shapes the kernel cannot serve (non-positive
+// sizes, gate/up rows not a multiple of 32, ...).
+Status gemv_w8a16(const GemvArgs& args, cudaStream_t stream);
+Status gemv_w8a16(const GemvArgs& args, const GemvConfig& config, cudaStream_t stream);
+#endif
+
+namespace detail {
+// Unchecked launch (arguments validated by gemv_w8a16); returns the launch error.
+cudaError_t gemv_w8a16_launch(const GemvArgs& args, const GemvConfig& config, cudaStream_t stream);
+}  // namespace detail
+
+// The gate/up packing the kSiluMulBf16 epilogue expects: rows in groups of 16,
+// gate rows [16i, 16i+16) followed by up rows [16i, 16i+16). Returns the
+// packed row index of gate row j (up row j is that + 16). Requires
+// intermediate % 16 == 0.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline int packed_gate_row(int j) { return (j / 16) * 32 + j % 16; }
+
+}  // namespace ringserve::kernels

@@ -1,0 +1,409 @@
+#include "cuda/cuda_engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda/device_model.h"
+#include "cuda/forward.h"
+#include "cuda/kv_blocks.h"
+#include "cuda/workspace.h"
+#include "attention.h"
+#include "cuda_check.h"
+#include "util/log.h"
+
+namespace ringserve::cuda {
+namespace {
+
+using engine::SampledToken;
+using engine::SeqId;
+using engine::SequenceSpec;
+using engine::StepResult;
+
+// Context used when neither the options nor a small model bound it: the
+// prefill attention workspace grows with its square.
+constexpr int kDefaultMaxContext = 4096;
+// Prefill score buffers are capped at this many bytes; heads are processed
+// in groups that fit.
+constexpr size_t kScoreBudget = 512u << 20;
+
+class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
+ public:
+  ~CudaEngine() override {
+    for (auto& g : graphs_)
+      if (g) cudaGraphExecDestroy(g);
+    if (cublas_) cublasDestroy(cublas_);
+    for (auto e : {ev_start_, ev_stop_})
+      if (e) cudaEventDestroy(e);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  static Expected<std::unique_ptr<CudaEngine>> create(const engine::EngineOptions& options,
+                                                      model::ModelWeights weights,
+                                                      const CudaTuning& tuning);
+
+  const engine::EngineInfo& info() const override { return info_; }
+  const CudaEngineStats& stats() const override { return stats_; }
+  Expected<std::vector<float>> last_logits(int row) const override {
+    if (row < 0 || row >= limits_.max_batch)
+      return make_error(Errc::kInvalidArgument, "row {} out of range", row);
+    std::vector<float> out(info_.vocab_size);
+    CUDA_CHECK(cudaMemcpy(out.data(), ws_->logits + static_cast<size_t>(row) * info_.vocab_size,
+                          out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return out;
+  }
+
+  bool fits_ever(int prompt_tokens, int max_new_tokens) const override {
+    if (prompt_tokens <= 0 || max_new_tokens < 0) return false;
+    if (static_cast<int64_t>(prompt_tokens) + max_new_tokens > info_.max_context) return false;
+    if (prompt_tokens > limits_.max_prefill_tokens) return false;
+    return blocks_needed(prompt_tokens, max_new_tokens) <= blocks_.total();
+  }
+  bool fits_now(int prompt_tokens, int max_new_tokens) const override {
+    return fits_ever(prompt_tokens, max_new_tokens) &&
+           seqs_.size() < static_cast<size_t>(limits_.max_batch) &&
+           blocks_needed(prompt_tokens, max_new_tokens) <= blocks_.free();
+  }
+
+  Status add(const SequenceSpec& spec) override;
+  Expected<StepResult> step() override;
+  void release(SeqId id) override;
+  size_t active_sequences() const override { return seqs_.size(); }
+  engine::KvUsage kv_usage() const override {
+    return {blocks_.total(), blocks_.total() - blocks_.free(), limits_.block_tokens};
+  }
+
+ private:
+  struct Sequence {
+    SequenceSpec spec;
+    std::vector<int32_t> blocks;
+    int cached = 0;  // positions in the KV cache
+    int32_t next_token = -1;
+    uint64_t generated = 0;
+    bool prefilled = false;
+  };
+
+  int64_t blocks_needed(int prompt_tokens, int max_new_tokens) const {
+    const int64_t tokens = static_cast<int64_t>(prompt_tokens) + std::max(max_new_tokens, 1);
+    return (tokens + limits_.block_tokens - 1) / limits_.block_tokens;
+  }
+  int32_t slot_of(const Sequence& s, int pos) const {
+    return s.blocks[pos / limits_.block_tokens] * limits_.block_tokens + pos % limits_.block_tokens;
+  }
+  void fill_sampling(kernels::SamplingSlot& slot, const Sequence& s) const {
+    slot.temperature = s.spec.sampling.temperature;
+    slot.top_p = s.spec.sampling.top_p;
+    slot.top_k = s.spec.sampling.top_k;
+    slot.top_logprobs = std::clamp(s.spec.sampling.top_logprobs, 0, kernels::kMaxTopLogprobs);
+    slot.seed = s.spec.sampling.seed;
+    slot.counter = s.generated;
+  }
+  SampledToken collect(Sequence& s, int row, bool from_prefill);
+  Status run_prefill(std::vector<Sequence*>& group, StepResult& result);
+  Status run_decode(std::vector<Sequence*>& batch, StepResult& result);
+  Status decode_graph(int batch);
+
+  engine::EngineOptions options_;
+  CudaTuning tuning_;
+  engine::EngineInfo info_;
+  Limits limits_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+  std::unique_ptr<DeviceModel> model_;
+  std::unique_ptr<Workspace> ws_;
+  KvPool kv_;
+  KvBlocks blocks_;
+  std::unique_ptr<Forward> forward_;
+  std::vector<cudaGraphExec_t> graphs_;  // [batch], captured on first use
+  std::vector<Sequence> seqs_;           // admission order
+  CudaEngineStats stats_;
+};
+
+Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOptions& options,
+                                                         model::ModelWeights weights,
+                                                         const CudaTuning& tuning) {
+  auto log = log::get("engine");
+  const auto& c = weights.config;
+  RS_TRY_STATUS(c.validate());
+  if (options.max_batch <= 0 || options.block_tokens <= 0)
+    return make_error(Errc::kInvalidArgument, "max_batch and block_tokens must be positive");
+  if (c.num_heads / c.num_kv_heads > kernels::kAttentionMaxGroup || c.head_dim % 8 != 0 ||
+      c.head_dim > kernels::kAttentionMaxHeadDim)
+    return make_error(Errc::kUnsupported, "attention shape H={} KVH={} D={} is not supported",
+                      c.num_heads, c.num_kv_heads, c.head_dim);
+  if (tuning.split_tokens <= 0 || tuning.split_tokens > kernels::kAttentionMaxSplitTokens)
+    return make_error(Errc::kInvalidArgument, "split_tokens {} out of range", tuning.split_tokens);
+
+  auto e = std::unique_ptr<CudaEngine>(new CudaEngine());
+  e->options_ = options;
+  e->tuning_ = tuning;
+  CUDA_CHECK(cudaSetDevice(options.device));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&e->stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreate(&e->ev_start_));
+  CUDA_CHECK(cudaEventCreate(&e->ev_stop_));
+  CUBLAS_CHECK(cublasCreate(&e->cublas_));
+
+  int max_context = options.max_context > 0 ? options.max_context
+                                            : std::min(c.max_position_embeddings, kDefaultMaxContext);
+  if (c.max_position_embeddings > 0) max_context = std::min(max_context, c.max_position_embeddings);
+  Limits& L = e->limits_;
+  L.max_batch = options.max_batch;
+  L.max_context = max_context;
+  L.max_prefill_tokens = max_context;
+  L.block_tokens = options.block_tokens;
+  L.max_blocks_per_seq = (max_context + 1 + L.block_tokens - 1) / L.block_tokens;
+  L.split_tokens = tuning.split_tokens;
+  L.max_splits = (max_context + L.split_tokens - 1) / L.split_tokens;
+  const size_t per_head = 6 * static_cast<size_t>(max_context) * max_context;  // f32 + bf16
+  L.heads_per_pass =
+      static_cast<int>(std::clamp<size_t>(kScoreBudget / std::max<size_t>(per_head, 1), 1,
+                                          static_cast<size_t>(c.num_heads)));
+
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const size_t int8_bytes = weights.linear_bytes() + weights.embed_tokens.bf16.size() * 2;
+  bool resident = tuning.prefill_weights == CudaTuning::PrefillWeights::kResident;
+  if (tuning.prefill_weights == CudaTuning::PrefillWeights::kAuto) {
+    // Resident when the copy leaves a quarter of the card for KV and workspace.
+    resident = int8_bytes + bf16_copy_bytes(c) < free_bytes / 4 * 3;
+  }
+  UploadStats up;
+  e->model_ = std::make_unique<DeviceModel>(
+      RS_TRY(DeviceModel::upload(weights, resident, e->stream_, &up)));
+  e->stats_.upload_seconds = up.seconds;
+  e->stats_.upload_bytes = up.bytes;
+  e->stats_.weight_bytes = e->model_->device_bytes();
+  e->stats_.resident_bf16 = resident;
+  log->info("cuda: weights on the GPU: {:.2f} GB in {:.2f} s ({:.1f} GB/s), prefill weights {}",
+            e->model_->device_bytes() / 1e9, up.seconds,
+            up.seconds > 0 ? up.bytes / up.seconds / 1e9 : 0.0,
+            resident ? "resident bf16" : "dequantized per layer");
+
+  e->ws_ = std::make_unique<Workspace>(RS_TRY(Workspace::allocate(c, L, !resident)));
+  CUBLAS_CHECK(cublasSetWorkspace(e->cublas_, e->ws_->cublas_workspace,
+                                  e->ws_->cublas_workspace_bytes));
+
+  // KV pool.
+  const size_t block_elems = static_cast<size_t>(c.num_kv_heads) * L.block_tokens * c.head_dim;
+  const size_t bytes_per_block = block_elems * 2 /*K,V*/ * c.num_layers * sizeof(__nv_bfloat16);
+  int64_t blocks = options.kv_blocks;
+  if (blocks <= 0 && options.kv_budget_bytes > 0)
+    blocks = options.kv_budget_bytes / static_cast<int64_t>(bytes_per_block);
+  if (blocks <= 0) blocks = static_cast<int64_t>(L.max_batch) * L.max_blocks_per_seq;
+  if (blocks <= 0) return make_error(Errc::kInvalidArgument, "KV cache of 0 blocks");
+  e->kv_.blocks = blocks;
+  e->kv_.kv_stride = block_elems * blocks;
+  e->kv_.layer_stride = 2 * e->kv_.kv_stride;
+  e->kv_.storage = RS_TRY(DeviceBuffer::allocate(bytes_per_block * blocks, "KV cache"));
+  e->blocks_ = KvBlocks(blocks);
+  e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_);
+  e->graphs_.assign(L.max_batch + 1, nullptr);
+
+  e->info_.backend = "cuda";
+  e->info_.model_name = c.name;
+  e->info_.vocab_size = c.vocab_size;
+  e->info_.max_context = max_context;
+  e->info_.max_batch = L.max_batch;
+  e->info_.eos_token_ids = c.eos_token_ids;
+  log->info("cuda: {} KV blocks of {} tokens ({:.2f} GB), max_context {}, max_batch {}", blocks,
+            L.block_tokens, bytes_per_block * blocks / 1e9, max_context, L.max_batch);
+  return e;
+}
+
+Status CudaEngine::add(const SequenceSpec& spec) {
+  if (spec.prompt.empty())
+    return make_error(Errc::kInvalidArgument, "seq={}: empty prompt", spec.id);
+  if (spec.max_new_tokens < 0)
+    return make_error(Errc::kInvalidArgument, "seq={}: max_new_tokens {} is negative", spec.id,
+                      spec.max_new_tokens);
+  for (int32_t t : spec.prompt)
+    if (t < 0 || t >= info_.vocab_size)
+      return make_error(Errc::kInvalidArgument, "seq={}: token {} outside the vocabulary of {}",
+                        spec.id, t, info_.vocab_size);
+  for (const auto& s : seqs_)
+    if (s.spec.id == spec.id)
+      return make_error(Errc::kInvalidArgument, "seq={}: already active", spec.id);
+  const int prompt = static_cast<int>(spec.prompt.size());
+  if (!fits_ever(prompt, spec.max_new_tokens))
+    return make_error(Errc::kTooLarge,
+                      "seq={}: {} prompt + {} new tokens exceed the context of {} or the KV "
+                      "cache of {} tokens",
+                      spec.id, prompt, spec.max_new_tokens, info_.max_context,
+                      blocks_.total() * limits_.block_tokens);
+  if (seqs_.size() >= static_cast<size_t>(limits_.max_batch))
+    return make_error(Errc::kResourceExhausted, "seq={}: {} sequences already running", spec.id,
+                      seqs_.size());
+  Sequence s;
+  s.spec = spec;
+  if (!blocks_.allocate(blocks_needed(prompt, spec.max_new_tokens), s.blocks))
+    return make_error(Errc::kResourceExhausted, "seq={}: {} KV blocks free, {} needed", spec.id,
+                      blocks_.free(), blocks_needed(prompt, spec.max_new_tokens));
+  log::get("engine")->debug("seq={}: added, {} prompt tokens, {} KV blocks", spec.id, prompt,
+                            s.blocks.size());
+  seqs_.push_back(std::move(s));
+  return ok();
+}
+
+void CudaEngine::release(SeqId id) {
+  for (auto it = seqs_.begin(); it != seqs_.end(); ++it) {
+    if (it->spec.id == id) {
+      blocks_.release(it->blocks);
+      seqs_.erase(it);
+      return;
+    }
+  }
+}
+
+SampledToken CudaEngine::collect(Sequence& s, int row, bool from_prefill) {
+  const auto& r = ws_->results.host<kernels::SampleResult>()[row];
+  SampledToken t;
+  t.id = s.spec.id;
+  t.token = r.token;
+  t.logprob = r.logprob;
+  t.from_prefill = from_prefill;
+  const int n = std::min(std::clamp(s.spec.sampling.top_logprobs, 0, kernels::kMaxTopLogprobs),
+                         info_.vocab_size);
+  t.top.reserve(n);
+  for (int k = 0; k < n; ++k) t.top.push_back({r.top_ids[k], r.top_logprobs[k]});
+  s.next_token = r.token;
+  ++s.generated;
+  return t;
+}
+
+Status CudaEngine::run_prefill(std::vector<Sequence*>& group, StepResult& result) {
+  const StepMeta& m = ws_->host_meta;
+  std::vector<int> start(group.size()), len(group.size());
+  int row = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    Sequence& s = *group[i];
+    start[i] = row;
+    len[i] = static_cast<int>(s.spec.prompt.size());
+    for (int p = 0; p < len[i]; ++p, ++row) {
+      m.tokens[row] = s.spec.prompt[p];
+      m.positions[row] = p;
+      m.slots[row] = slot_of(s, p);
+    }
+    m.last_rows[i] = row - 1;
+    fill_sampling(m.sampling[i], s);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
+                             cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
+  RS_TRY_STATUS(forward_->prefill(row, static_cast<int>(group.size()), start.data(), len.data(),
+                                  stream_));
+  CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_, ev_stop_));
+  stats_.last_prefill_gpu_ms = ms;
+  for (size_t i = 0; i < group.size(); ++i) {
+    Sequence& s = *group[i];
+    s.cached = len[i];
+    s.prefilled = true;
+    result.tokens.push_back(collect(s, static_cast<int>(i), true));
+  }
+  result.prefill_tokens += row;
+  return ok();
+}
+
+Status CudaEngine::decode_graph(int batch) {
+  if (graphs_[batch]) return ok();
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
+                             cudaMemcpyHostToDevice, stream_));
+  Status st = forward_->decode(batch, stream_);
+  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  if (!st) {
+    if (graph) cudaGraphDestroy(graph);
+    return st;
+  }
+  CUDA_CHECK(end);
+  const cudaError_t inst = cudaGraphInstantiate(&graphs_[batch], graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_CHECK(inst);
+  log::get("engine")->debug("cuda: captured the decode graph for batch {}", batch);
+  return ok();
+}
+
+Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result) {
+  const StepMeta& m = ws_->host_meta;
+  const int n = static_cast<int>(batch.size());
+  const int MB = limits_.max_blocks_per_seq;
+  for (int i = 0; i < n; ++i) {
+    Sequence& s = *batch[i];
+    const int pos = s.cached;
+    m.tokens[i] = s.next_token;
+    m.positions[i] = pos;
+    m.slots[i] = slot_of(s, pos);
+    m.context_lens[i] = pos + 1;
+    std::fill(m.block_tables + static_cast<size_t>(i) * MB,
+              m.block_tables + static_cast<size_t>(i + 1) * MB, 0);
+    std::copy(s.blocks.begin(), s.blocks.end(), m.block_tables + static_cast<size_t>(i) * MB);
+    fill_sampling(m.sampling[i], s);
+  }
+  CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
+  if (tuning_.use_graphs) {
+    RS_TRY_STATUS(decode_graph(n));
+    CUDA_CHECK(cudaGraphLaunch(graphs_[n], stream_));
+  } else {
+    CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
+                               cudaMemcpyHostToDevice, stream_));
+    RS_TRY_STATUS(forward_->decode(n, stream_));
+  }
+  CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_, ev_stop_));
+  stats_.last_decode_gpu_ms = ms;
+  for (int i = 0; i < n; ++i) {
+    Sequence& s = *batch[i];
+    ++s.cached;
+    result.tokens.push_back(collect(s, i, false));
+  }
+  result.decode_tokens += n;
+  return ok();
+}
+
+Expected<StepResult> CudaEngine::step() {
+  StepResult result;
+  if (seqs_.empty()) return result;
+  std::vector<Sequence*> decoding, pending;
+  for (auto& s : seqs_) (s.prefilled ? decoding : pending).push_back(&s);
+  // Prefill in groups that fit the prefill workspace.
+  std::vector<Sequence*> group;
+  int tokens = 0;
+  for (Sequence* s : pending) {
+    const int len = static_cast<int>(s->spec.prompt.size());
+    if (!group.empty() && tokens + len > limits_.max_prefill_tokens) {
+      RS_TRY_STATUS(run_prefill(group, result));
+      group.clear();
+      tokens = 0;
+    }
+    group.push_back(s);
+    tokens += len;
+  }
+  if (!group.empty()) RS_TRY_STATUS(run_prefill(group, result));
+  if (!decoding.empty()) RS_TRY_STATUS(run_decode(decoding, result));
+  return result;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::EngineOptions& options,
+                                                             model::ModelWeights weights,
+                                                             const CudaTuning& tuning) {
+  auto e = RS_TRY(CudaEngine::create(options, std::move(weights), tuning));
+  return std::unique_ptr<engine::Engine>(std::move(e));
+}
+
+Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::EngineOptions& options,
+                                                             model::ModelWeights weights) {
+  return create_cuda_engine(options, std::move(weights), CudaTuning{});
+}
+
+}  // namespace ringserve::cuda

@@ -1,0 +1,54 @@
+// The CUDA engine: engine::Engine over the GPU forward passes. All device
+// memory (weights, KV pool, workspace) is allocated in create(); decode steps
+// replay one captured CUDA graph per batch size; each step's inputs go up in
+// one copy from pinned memory and the sampled tokens come back through mapped
+// pinned memory, with one synchronisation per pass.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/engine_options.h"
+#include "model/weights.h"
+#include "ringserve/common/expected.h"
+
+namespace ringserve::cuda {
+
+// Knobs beyond EngineOptions, for benchmarks and tests.
+struct CudaTuning {
+  enum class PrefillWeights { kAuto, kResident, kDequantPerLayer };
+  // kResident keeps an exact bf16 copy of every linear weight (2 bytes a
+  // parameter) so prefill GEMMs read it directly; kDequantPerLayer converts
+  // each layer's int8 weights into a bf16 workspace before its GEMMs; kAuto
+  // picks resident when it fits with room to spare.
+  PrefillWeights prefill_weights = PrefillWeights::kAuto;
+  bool use_graphs = true;
+  int split_tokens = 64;  // decode attention keys per split
+};
+
+struct CudaEngineStats {
+  double upload_seconds = 0.0;
+  size_t upload_bytes = 0;
+  size_t weight_bytes = 0;  // device bytes of the weights
+  bool resident_bf16 = false;
+  double last_prefill_gpu_ms = 0.0;  // GPU time of the last prefill pass
+  double last_decode_gpu_ms = 0.0;
+};
+
+class CudaEngineIntrospection {
+ public:
+  virtual ~CudaEngineIntrospection() = default;
+  virtual const CudaEngineStats& stats() const = 0;
+  // Logits of row `row` of the last pass (prefill: the row-th sequence of
+  // its group; decode: the row-th sequence of the batch), for tests.
+  virtual Expected<std::vector<float>> last_logits(int row) const = 0;
+};
+
+Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::EngineOptions& options,
+                                                             model::ModelWeights weights);
+Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::EngineOptions& options,
+                                                             model::ModelWeights weights,
+                                                             const CudaTuning& tuning);
+
+}  // namespace ringserve::cuda

@@ -1,0 +1,95 @@
+// Owning handles for device and pinned host memory. Every buffer the engine
+// uses is one of these, created at start-up and freed at shutdown.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "ringserve/common/expected.h"
+
+namespace ringserve::cuda {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static Expected<DeviceBuffer> allocate(size_t bytes, const char* what);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept { swap(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  template <class T = void>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(DeviceBuffer& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+  }
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Page-locked host memory, mapped into the device address space so kernels
+// can write results straight into it.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  static Expected<PinnedBuffer> allocate(size_t bytes, const char* what);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& o) noexcept { swap(o); }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  template <class T = void>
+  T* host() const {
+    return static_cast<T*>(host_);
+  }
+  template <class T = void>
+  T* device() const {
+    return static_cast<T*>(device_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(PinnedBuffer& o) noexcept {
+    std::swap(host_, o.host_);
+    std::swap(device_, o.device_);
+    std::swap(bytes_, o.bytes_);
+  }
+  void* host_ = nullptr;
+  void* device_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Carves aligned sub-buffers out of one allocation (the workspaces).
+class Arena {
+ public:
+  explicit Arena(size_t alignment = 256) : alignment_(alignment) {}
+  // Records a request; returns its offset. Call base() after allocate().
+  size_t reserve(size_t bytes) {
+    const size_t off = (size_ + alignment_ - 1) / alignment_ * alignment_;
+    size_ = off + bytes;
+    return off;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  size_t alignment_;
+  size_t size_ = 0;
+};
+
+}  // namespace ringserve::cuda

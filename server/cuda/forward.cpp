@@ -1,0 +1,192 @@
+#include "cuda/forward.h"
+
+#include "attention.h"
+#include "cuda_check.h"
+#include "epilogue.h"
+#include "gemm_cublas.h"
+#include "gemv_w8a16.h"
+#include "norm.h"
+#include "quantize.h"
+#include "rope_kv.h"
+#include "sampling.h"
+
+namespace ringserve::cuda {
+
+using kernels::GemvArgs;
+using kernels::GemvEpilogue;
+
+namespace {
+
+GemvArgs gemv_args(const DeviceLinear& l, const __nv_bfloat16* x, int batch, void* out,
+                   GemvEpilogue epi) {
+  GemvArgs a;
+  a.w = l.q;
+  a.scale = l.scale;
+  a.bias = l.bias;
+  a.rows = l.rows;
+  a.cols = l.cols;
+  a.x = x;
+  a.batch = batch;
+  a.out = out;
+  a.epilogue = epi;
+  return a;
+}
+
+}  // namespace
+
+Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream) {
+  const auto& c = m_.config();
+  RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, m_.final_norm(), ws_.xn, rows,
+                                             c.hidden_size, static_cast<float>(c.rms_norm_eps),
+                                             rows_index, stream));
+  if (m_.lm_head_bf16()) {
+    // The checkpoint's unquantized head: the logits where INT8 rounding would
+    // show most (near-ties in greedy decoding).
+    RS_TRY_STATUS(kernels::gemm_bf16_nt(cublas_, rows, c.vocab_size, c.hidden_size, ws_.xn,
+                                        c.hidden_size, m_.lm_head_bf16(), c.hidden_size,
+                                        ws_.logits, CUDA_R_32F, c.vocab_size, stream));
+  } else {
+    RS_TRY_STATUS(kernels::gemv_w8a16(
+        gemv_args(m_.lm_head(), ws_.xn, rows, ws_.logits, GemvEpilogue::kStoreF32), stream));
+  }
+  return kernels::sample_tokens(ws_.logits, c.vocab_size, rows, c.vocab_size,
+                                ws_.dev_meta.sampling, ws_.sample_scratch,
+                                ws_.results.device<kernels::SampleResult>(), stream);
+}
+
+Status Forward::decode(int batch, cudaStream_t stream) {
+  const auto& c = m_.config();
+  const auto& L = ws_.limits;
+  const int H = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const auto& meta = ws_.dev_meta;
+  RS_TRY_STATUS(kernels::embedding_gather(m_.embedding(), c.vocab_size, H, meta.tokens, batch,
+                                          ws_.resid, stream));
+  for (int l = 0; l < c.num_layers; ++l) {
+    const DeviceLayer& layer = m_.layers()[l];
+    RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, batch, H, eps,
+                                               nullptr, stream));
+    RS_TRY_STATUS(kernels::gemv_w8a16(
+        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32), stream));
+    kernels::RopeKvArgs r;
+    r.ntok = batch;
+    r.num_heads = c.num_heads;
+    r.num_kv_heads = c.num_kv_heads;
+    r.head_dim = c.head_dim;
+    r.rope_theta = static_cast<float>(c.rope_theta);
+    r.positions = meta.positions;
+    r.slots = meta.slots;
+    r.block_tokens = L.block_tokens;
+    r.q_out = ws_.q;
+    r.k_cache = kv_.k(l);
+    r.v_cache = kv_.v(l);
+    RS_TRY_STATUS(kernels::rope_kv_write(ws_.qkv_f32, layer.qkv.rows, r, stream));
+    kernels::DecodeAttentionArgs a;
+    a.q = ws_.q;
+    a.k_cache = kv_.k(l);
+    a.v_cache = kv_.v(l);
+    a.block_tables = meta.block_tables;
+    a.max_blocks_per_seq = L.max_blocks_per_seq;
+    a.context_lens = meta.context_lens;
+    a.batch = batch;
+    a.num_heads = c.num_heads;
+    a.num_kv_heads = c.num_kv_heads;
+    a.head_dim = c.head_dim;
+    a.block_tokens = L.block_tokens;
+    a.split_tokens = L.split_tokens;
+    a.max_splits = L.max_splits;
+    a.partial_o = ws_.partial_o;
+    a.partial_ml = ws_.partial_ml;
+    a.out = ws_.attn;
+    RS_TRY_STATUS(kernels::attention_decode(a, stream));
+    RS_TRY_STATUS(kernels::gemv_w8a16(
+        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32), stream));
+    RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.post_attention_norm, ws_.xn, batch,
+                                               H, eps, nullptr, stream));
+    RS_TRY_STATUS(kernels::gemv_w8a16(
+        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16), stream));
+    RS_TRY_STATUS(kernels::gemv_w8a16(
+        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32), stream));
+  }
+  return logits_and_sample(batch, nullptr, stream);
+}
+
+// gemm_out[ntok][l.rows] = x[ntok][l.cols] * W^T over the integer-valued bf16
+// weights; the caller's epilogue applies scales.
+Status Forward::linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloat16* x,
+                               cudaStream_t stream) {
+  const __nv_bfloat16* w = l.q_bf16;
+  if (!w) {
+    RS_TRY_STATUS(kernels::int8_to_bf16(l.q, ws_.dequant, static_cast<size_t>(l.rows) * l.cols,
+                                        stream));
+    w = ws_.dequant;
+  }
+  return kernels::gemm_bf16_nt(cublas_, ntok, l.rows, l.cols, x, l.cols, w, l.cols, ws_.gemm_out,
+                               CUDA_R_16BF, l.rows, stream);
+}
+
+Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq_len,
+                        cudaStream_t stream) {
+  const auto& c = m_.config();
+  const auto& L = ws_.limits;
+  const int H = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const auto& meta = ws_.dev_meta;
+  RS_TRY_STATUS(kernels::embedding_gather(m_.embedding(), c.vocab_size, H, meta.tokens, ntok,
+                                          ws_.resid, stream));
+  kernels::PrefillAttentionArgs pa;
+  pa.q = ws_.q;
+  pa.k = ws_.k;
+  pa.v = ws_.v;
+  pa.out = ws_.attn;
+  pa.num_heads = c.num_heads;
+  pa.num_kv_heads = c.num_kv_heads;
+  pa.head_dim = c.head_dim;
+  pa.nseq = nseq;
+  pa.seq_start = seq_start;
+  pa.seq_len = seq_len;
+  pa.heads_per_pass = L.heads_per_pass;
+  pa.scores = ws_.scores;
+  pa.probs = ws_.probs;
+  pa.pointers = ws_.pointers;
+  RS_TRY_STATUS(kernels::prefill_attention_prepare(pa, stream));
+
+  for (int l = 0; l < c.num_layers; ++l) {
+    const DeviceLayer& layer = m_.layers()[l];
+    RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, ntok, H, eps,
+                                               nullptr, stream));
+    RS_TRY_STATUS(linear_prefill(layer.qkv, ntok, ws_.xn, stream));
+    kernels::RopeKvArgs r;
+    r.ntok = ntok;
+    r.num_heads = c.num_heads;
+    r.num_kv_heads = c.num_kv_heads;
+    r.head_dim = c.head_dim;
+    r.rope_theta = static_cast<float>(c.rope_theta);
+    r.positions = meta.positions;
+    r.slots = meta.slots;
+    r.block_tokens = L.block_tokens;
+    r.q_out = ws_.q;
+    r.k_cache = kv_.k(l);
+    r.v_cache = kv_.v(l);
+    r.k_out = ws_.k;
+    r.v_out = ws_.v;
+    RS_TRY_STATUS(kernels::rope_kv_write(ws_.gemm_out, layer.qkv.rows, layer.qkv.scale,
+                                         layer.qkv.bias, r, stream));
+    RS_TRY_STATUS(kernels::attention_prefill(pa, cublas_, stream));
+    RS_TRY_STATUS(linear_prefill(layer.o, ntok, ws_.attn, stream));
+    RS_TRY_STATUS(kernels::residual_add_scaled(ws_.gemm_out, H, layer.o.scale, layer.o.bias,
+                                               ws_.resid, ntok, H, stream));
+    RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.post_attention_norm, ws_.xn, ntok,
+                                               H, eps, nullptr, stream));
+    RS_TRY_STATUS(linear_prefill(layer.gate_up, ntok, ws_.xn, stream));
+    RS_TRY_STATUS(kernels::silu_mul_scaled(ws_.gemm_out, layer.gate_up.rows, layer.gate_up.scale,
+                                           layer.gate_up.bias, ws_.act, ntok,
+                                           c.intermediate_size, stream));
+    RS_TRY_STATUS(linear_prefill(layer.down, ntok, ws_.act, stream));
+    RS_TRY_STATUS(kernels::residual_add_scaled(ws_.gemm_out, H, layer.down.scale, layer.down.bias,
+                                               ws_.resid, ntok, H, stream));
+  }
+  return logits_and_sample(nseq, meta.last_rows, stream);
+}
+
+}  // namespace ringserve::cuda

@@ -1,0 +1,53 @@
+// The forward passes of the Qwen2 decoder on the GPU, as sequences of kernel
+// launches on one stream: decode (one token per sequence, INT8 GEMVs; this is
+// what the CUDA graphs capture) and prefill (prompt tokens, cuBLAS GEMMs).
+// Both read their per-step inputs from the workspace's device metadata and
+// leave sampled tokens in its mapped results buffer.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda/device_model.h"
+#include "cuda/workspace.h"
+#include "ringserve/common/expected.h"
+
+namespace ringserve::cuda {
+
+// The paged KV pool: per layer, K then V, each [blocks][kv_heads][block_tokens][head_dim].
+struct KvPool {
+  DeviceBuffer storage;
+  int64_t blocks = 0;
+  size_t layer_stride = 0;  // elements between one layer's K and the next layer's K
+  size_t kv_stride = 0;     // elements from a layer's K to its V
+  __nv_bfloat16* k(int layer) const {
+    return storage.as<__nv_bfloat16>() + layer * layer_stride;
+  }
+  __nv_bfloat16* v(int layer) const { return k(layer) + kv_stride; }
+};
+
+class Forward {
+ public:
+  Forward(const DeviceModel& model, Workspace& ws, const KvPool& kv, cublasHandle_t cublas)
+      : m_(model), ws_(ws), kv_(kv), cublas_(cublas) {}
+
+  // Decode `batch` sequences: inputs in dev_meta rows [0, batch).
+  Status decode(int batch, cudaStream_t stream);
+
+  // Prefill `nseq` prompts packed into ntok rows of dev_meta; seq_start and
+  // seq_len are host arrays. Samples each sequence's first token.
+  Status prefill(int ntok, int nseq, const int* seq_start, const int* seq_len,
+                 cudaStream_t stream);
+
+ private:
+  Status logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream);
+  Status linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloat16* x,
+                        cudaStream_t stream);
+
+  const DeviceModel& m_;
+  Workspace& ws_;
+  const KvPool& kv_;
+  cublasHandle_t cublas_;
+};
+
+}  // namespace ringserve::cuda

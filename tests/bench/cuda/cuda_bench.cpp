@@ -1,0 +1,64 @@
+// The CUDA benchmark, all in one run: device memory ceilings first, then the
+// hot kernels at the 7B's shapes, then the engine (prefill and decode) on
+// synthetic:deepseek-r1-distill-qwen-7b. Results are printed as tables.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+
+#include "bandwidth.h"
+#include "bench.h"
+
+namespace ringserve::bench {
+
+Ceilings measure_ceilings() {
+  const size_t bytes = size_t{4} << 30;
+  void *src = nullptr, *dst = nullptr;
+  uint32_t* sink = nullptr;
+  check(cudaMalloc(&src, bytes), "malloc");
+  check(cudaMalloc(&dst, bytes), "malloc");
+  check(cudaMalloc(&sink, 4), "malloc");
+  check(cudaMemset(src, 0x5a, bytes), "memset");  // not zeros: see METHOD.md
+  Ceilings c;
+  const double memcpy_ms =
+      median_ms([&] { check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice), "copy"); }, 10);
+  const double copy_ms = median_ms([&] { check(launch_copy(src, dst, bytes, nullptr), "copy"); }, 10);
+  const double read_ms = median_ms([&] { check(launch_read(src, bytes, sink, nullptr), "read"); }, 10);
+  const double memcpy_gbs = 2.0 * bytes / memcpy_ms / 1e6;
+  c.copy_gbs = std::max(memcpy_gbs, 2.0 * bytes / copy_ms / 1e6);
+  c.read_gbs = bytes / read_ms / 1e6;
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "props");
+  std::printf("== device: %s, %d SMs, L2 %.0f MB\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize / 1e6);
+  std::printf("== ceilings (4 GiB buffers, median of 10)\n");
+  std::printf("  cudaMemcpy D2D      %8.0f GB/s (read + write)\n", memcpy_gbs);
+  std::printf("  copy kernel         %8.0f GB/s (read + write)\n", 2.0 * bytes / copy_ms / 1e6);
+  std::printf("  read-only kernel    %8.0f GB/s\n", c.read_gbs);
+  std::printf("  => copy ceiling %.0f GB/s, read ceiling %.0f GB/s\n", c.copy_gbs, c.read_gbs);
+  cudaFree(src);
+  cudaFree(dst);
+  cudaFree(sink);
+  return c;
+}
+
+}  // namespace ringserve::bench
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringserve CUDA benchmark"};
+  bool skip_kernels = false, skip_engine = false, quick = false;
+  int decode_steps = 256;
+  app.add_flag("--skip-kernels", skip_kernels, "skip the per-kernel benchmark");
+  app.add_flag("--skip-engine", skip_engine, "skip the engine benchmark");
+  app.add_flag("--quick", quick, "fewer kernel configurations");
+  app.add_option("--decode-steps", decode_steps, "decode steps per measurement (context 512 -> 512+N)");
+  CLI11_PARSE(app, argc, argv);
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 77;
+  }
+  const auto ceilings = ringserve::bench::measure_ceilings();
+  if (!skip_kernels) ringserve::bench::run_kernel_bench(ceilings, quick);
+  if (!skip_engine) ringserve::bench::run_engine_bench(ceilings, decode_steps);
+  return 0;
+}

@@ -1,0 +1,167 @@
+// GPU sampling: greedy with ties, logprobs, top-k / top-p support, seeded
+// determinism and the empirical distribution of temperature sampling.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "device_buffer.h"
+#include "reference.h"
+#include "sampling.h"
+#include "support/test_support.h"
+
+namespace ringserve::testing {
+namespace {
+
+using kernels::SampleResult;
+using kernels::SamplingSlot;
+
+std::vector<SampleResult> sample(const std::vector<float>& logits, int batch, int vocab,
+                                 const std::vector<SamplingSlot>& slots) {
+  DeviceBuffer<float> dl(logits), scratch(static_cast<size_t>(batch) * vocab);
+  DeviceBuffer<SamplingSlot> ds(slots);
+  DeviceBuffer<SampleResult> out(batch);
+  out.poison();
+  auto st = kernels::sample_tokens(dl.get(), vocab, batch, vocab, ds.get(), scratch.get(),
+                                   out.get(), nullptr);
+  EXPECT_TRUE(st) << (st ? "" : st.error().to_string());
+  return out.download();
+}
+
+std::vector<double> log_softmax(const float* l, int n) {
+  double m = -INFINITY;
+  for (int i = 0; i < n; ++i) m = std::max(m, double(l[i]));
+  double z = 0;
+  for (int i = 0; i < n; ++i) z += std::exp(l[i] - m);
+  std::vector<double> out(n);
+  for (int i = 0; i < n; ++i) out[i] = l[i] - m - std::log(z);
+  return out;
+}
+
+TEST(Sampling, GreedyTakesLowestIdOnTiesAndReportsLogprobs) {
+  const int V = 152064;
+  std::mt19937_64 rng(test_seed());
+  auto logits = ref::random_f32(2 * V, rng, -10.0f, 10.0f);
+  logits[777] = 30.0f;
+  logits[99999] = 30.0f;  // tie: 777 wins
+  logits[V + 151000] = 25.0f;
+  SamplingSlot greedy;
+  greedy.top_logprobs = 5;
+  auto r = sample(logits, 2, V, {greedy, greedy});
+  EXPECT_EQ(r[0].token, 777);
+  EXPECT_EQ(r[1].token, 151000);
+  for (int b = 0; b < 2; ++b) {
+    auto lp = log_softmax(logits.data() + static_cast<size_t>(b) * V, V);
+    EXPECT_NEAR(r[b].logprob, lp[r[b].token], 1e-4);
+    for (int k = 0; k < 5; ++k) EXPECT_NEAR(r[b].top_logprobs[k], lp[r[b].top_ids[k]], 1e-4);
+    for (int k = 1; k < 5; ++k) EXPECT_GE(r[b].top_logprobs[k - 1], r[b].top_logprobs[k]);
+  }
+  EXPECT_EQ(r[0].top_ids[0], 777);
+  EXPECT_EQ(r[0].top_ids[1], 99999);
+}
+
+TEST(Sampling, TopKAndTopPRestrictTheSupport) {
+  const int V = 5000, B = 256;
+  std::mt19937_64 rng(test_seed());
+  auto row = ref::random_f32(V, rng, -3.0f, 3.0f);
+  std::vector<float> logits;
+  std::vector<SamplingSlot> slots(B);
+  for (int b = 0; b < B; ++b) {
+    logits.insert(logits.end(), row.begin(), row.end());
+    slots[b].temperature = 1.5f;
+    slots[b].seed = 42;
+    slots[b].counter = b;
+    slots[b].top_k = b % 2 == 0 ? 10 : 0;
+    slots[b].top_p = b % 2 == 0 ? 1.0f : 0.3f;
+  }
+  auto r = sample(logits, B, V, slots);
+  std::vector<int> order(V);
+  for (int i = 0; i < V; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  });
+  std::set<int> top10(order.begin(), order.begin() + 10);
+  // Nucleus of 0.3 at temperature 1.5.
+  std::vector<double> p(V);
+  double z = 0;
+  for (int i = 0; i < V; ++i) z += (p[i] = std::exp((row[i] - row[order[0]]) / 1.5));
+  std::set<int> nucleus;
+  double cum = 0;
+  for (int i : order) {
+    nucleus.insert(i);
+    cum += p[i] / z;
+    if (cum >= 0.3) break;
+  }
+  std::set<int> seen_k, seen_p;
+  for (int b = 0; b < B; ++b) {
+    if (b % 2 == 0) {
+      EXPECT_TRUE(top10.count(r[b].token)) << r[b].token;
+      seen_k.insert(r[b].token);
+    } else {
+      EXPECT_TRUE(nucleus.count(r[b].token)) << r[b].token;
+      seen_p.insert(r[b].token);
+    }
+  }
+  EXPECT_GT(seen_k.size(), 5u);  // it samples, it does not just take the argmax
+  EXPECT_GT(seen_p.size(), std::min<size_t>(3, nucleus.size()) - 1);
+}
+
+TEST(Sampling, SameSeedSameTokensDifferentSeedDifferentTokens) {
+  const int V = 32000, B = 64;
+  std::mt19937_64 rng(test_seed());
+  auto row = ref::random_f32(V, rng, -2.0f, 2.0f);
+  std::vector<float> logits;
+  std::vector<SamplingSlot> a(B), b(B);
+  for (int i = 0; i < B; ++i) {
+    logits.insert(logits.end(), row.begin(), row.end());
+    a[i].temperature = b[i].temperature = 1.0f;
+    a[i].top_p = b[i].top_p = 0.95f;
+    a[i].seed = 7;
+    b[i].seed = 8;
+    a[i].counter = b[i].counter = i;
+  }
+  auto r1 = sample(logits, B, V, a), r2 = sample(logits, B, V, a), r3 = sample(logits, B, V, b);
+  int diff = 0;
+  for (int i = 0; i < B; ++i) {
+    EXPECT_EQ(r1[i].token, r2[i].token);
+    diff += r1[i].token != r3[i].token;
+  }
+  EXPECT_GT(diff, B / 2);
+}
+
+TEST(Sampling, TemperatureSamplingFollowsTheDistribution) {
+  const int V = 8, B = 4096;
+  const std::vector<float> row = {0.0f, 1.0f, 2.0f, 0.5f, -1.0f, 1.5f, 0.2f, -0.3f};
+  std::vector<float> logits;
+  std::vector<SamplingSlot> slots(B);
+  for (int b = 0; b < B; ++b) {
+    logits.insert(logits.end(), row.begin(), row.end());
+    slots[b].temperature = 0.8f;
+    slots[b].seed = test_seed();
+    slots[b].counter = b;
+  }
+  auto r = sample(logits, B, V, slots);
+  std::vector<double> p(V);
+  double z = 0;
+  for (int i = 0; i < V; ++i) z += (p[i] = std::exp(row[i] / 0.8));
+  std::vector<int> count(V);
+  for (auto& s : r) {
+    ASSERT_GE(s.token, 0);
+    ASSERT_LT(s.token, V);
+    ++count[s.token];
+  }
+  for (int i = 0; i < V; ++i) {
+    const double expect = B * p[i] / z, sd = std::sqrt(expect * (1 - p[i] / z));
+    EXPECT_NEAR(count[i], expect, 5 * sd + 2) << "token " << i;
+  }
+}
+
+TEST(Sampling, RejectsBadShapes) {
+  EXPECT_FALSE(kernels::sample_tokens(nullptr, 10, 1, 10, nullptr, nullptr, nullptr, nullptr));
+  DeviceBuffer<float> l(10);
+  EXPECT_FALSE(kernels::sample_tokens(l.get(), 5, 1, 10, nullptr, nullptr, nullptr, nullptr));
+}
+
+}  // namespace
+}  // namespace ringserve::testing
