@@ -33,33 +33,54 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
     return ((static_cast<size_t>(block) * KVH + kvh) * BT + pos % BT) * D;
   };
 
-  // Scores: one key per thread, 8 bf16 per 16-byte load.
-  for (int i = threadIdx.x; i < len; i += kDecodeThreads) {
-    const uint4* kp = reinterpret_cast<const uint4*>(a.k_cache + slot_base(s0 + i));
+  // Scores: 8 lanes per key, each over D/8 dimensions, so a block covers 16
+  // keys per round with every thread busy; partial dots meet by shuffles.
+  constexpr int kSlices = 8;
+  const int slice = threadIdx.x % kSlices;
+  const int per = D / kSlices;  // head_dim % 8 == 0
+  for (int i0 = 0; i0 < len; i0 += kDecodeThreads / kSlices) {
+    const int i = i0 + threadIdx.x / kSlices;
+    const bool valid = i < len;
     float acc[kAttentionMaxGroup];
 #pragma unroll
     for (int g = 0; g < kAttentionMaxGroup; ++g) acc[g] = 0.0f;
-    for (int d8 = 0; d8 < D / 8; ++d8) {
-      const uint4 kv = kp[d8];
-      const uint32_t w[4] = {kv.x, kv.y, kv.z, kv.w};
-      float kf[8];
+    if (valid) {
+      const __nv_bfloat16* kp = a.k_cache + slot_base(s0 + i) + slice * per;
+      for (int d = 0; d < per; d += 8) {
+        float kf[8];
+        if (per % 8 == 0) {
+          const uint4 kv = *reinterpret_cast<const uint4*>(kp + d);
+          const uint32_t w[4] = {kv.x, kv.y, kv.z, kv.w};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        kf[2 * e] = detail::bf16_lo(w[e]);
-        kf[2 * e + 1] = detail::bf16_hi(w[e]);
-      }
+          for (int e = 0; e < 4; ++e) {
+            kf[2 * e] = detail::bf16_lo(w[e]);
+            kf[2 * e + 1] = detail::bf16_hi(w[e]);
+          }
+        } else {
 #pragma unroll
-      for (int g = 0; g < kAttentionMaxGroup; ++g) {
-        if (g < G) {
-          const float* qg = q + g * D + d8 * 8;
+          for (int e = 0; e < 8; ++e) kf[e] = d + e < per ? __bfloat162float(kp[d + e]) : 0.0f;
+        }
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[g] += qg[e] * kf[e];
+        for (int g = 0; g < kAttentionMaxGroup; ++g) {
+          if (g < G) {
+            const float* qg = q + g * D + slice * per + d;
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+              if (per % 8 == 0 || d + e < per) acc[g] += qg[e] * kf[e];
+          }
         }
       }
     }
 #pragma unroll
-    for (int g = 0; g < kAttentionMaxGroup; ++g)
-      if (g < G) p[g * a.split_tokens + i] = acc[g] * softmax_scale;
+    for (int g = 0; g < kAttentionMaxGroup; ++g) {
+#pragma unroll
+      for (int o = 1; o < kSlices; o <<= 1) acc[g] += __shfl_xor_sync(0xffffffffu, acc[g], o);
+    }
+    if (valid && slice == 0) {
+#pragma unroll
+      for (int g = 0; g < kAttentionMaxGroup; ++g)
+        if (g < G) p[g * a.split_tokens + i] = acc[g] * softmax_scale;
+    }
   }
   __syncthreads();
 

@@ -35,7 +35,7 @@ struct DecodeAttentionArgs {
   int block_tokens = 0;
   // The grid always covers max_splits splits so one CUDA graph serves every
   // context length; splits past a sequence's length exit at once.
-  int split_tokens = 64;
+  int split_tokens = 16;
   int max_splits = 0;
   float* partial_o = nullptr;   // [batch, H, max_splits, D]
   float* partial_ml = nullptr;  // [batch, H, max_splits, 2]

@@ -4,7 +4,7 @@
 
 namespace ringserve::kernels {
 
-Status residual_add_scaled(const __nv_bfloat16* c, int ldc, const float* scale, const float* bias,
+Status residual_add_scaled(const float* c, int ldc, const float* scale, const float* bias,
                            float* resid, int tokens, int n, cudaStream_t stream) {
   if (tokens <= 0 || n <= 0 || ldc < n)
     return make_error(Errc::kInvalidArgument, "residual_add_scaled: bad shape");
@@ -14,7 +14,14 @@ Status residual_add_scaled(const __nv_bfloat16* c, int ldc, const float* scale, 
   return ok();
 }
 
-Status silu_mul_scaled(const __nv_bfloat16* c, int ldc, const float* scale, const float* bias,
+Status add_second_half(float* y, size_t n, cudaStream_t stream) {
+  if (n == 0) return ok();
+  if (!y) return make_error(Errc::kInvalidArgument, "add_second_half: null pointer");
+  CUDA_CHECK(detail::add_second_half_launch(y, n, stream));
+  return ok();
+}
+
+Status silu_mul_scaled(const float* c, int ldc, const float* scale, const float* bias,
                        __nv_bfloat16* out, int tokens, int inter, cudaStream_t stream) {
   if (tokens <= 0 || inter <= 0 || inter % 16 != 0 || ldc < 2 * inter)
     return make_error(Errc::kInvalidArgument, "silu_mul_scaled: bad shape");

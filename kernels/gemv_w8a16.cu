@@ -78,7 +78,9 @@ __global__ void __launch_bounds__(WARPS * 32)
                       int ld_out, bool vec) {
   // Chunks in flight per warp before the first mma: enough independent 16-byte
   // loads to cover DRAM latency with few warps per SM.
-  constexpr int U = TILES == 1 ? 4 : 2;
+  // Activations are re-read from L1/L2 at compute time so registers go to
+  // weight bytes in flight (8 KB per warp for one tile).
+  constexpr int U = TILES == 1 ? 8 : 4;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * 16 * TILES;
@@ -112,7 +114,6 @@ __global__ void __launch_bounds__(WARPS * 32)
   int c = c_begin;
   for (; c + U <= full_end; c += U) {
     Chunk ch[U][TILES];
-    uint4 xv[U][2];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int k0 = (c + u) * 64 + t * 16;
@@ -122,14 +123,14 @@ __global__ void __launch_bounds__(WARPS * 32)
         for (int h = 0; h < 2; ++h)
           ch[u][i].w[h] = rvalid[i][h] ? detail::ld_stream_u4(wrow[i][h] + k0) : zero;
       }
-      const uint4* xp = reinterpret_cast<const uint4*>(xrow + k0);
-      xv[u][0] = xvalid ? __ldg(xp) : zero;
-      xv[u][1] = xvalid ? __ldg(xp + 1) : zero;
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
+      const int k0 = (c + u) * 64 + t * 16;
+      const uint4* xp = reinterpret_cast<const uint4*>(xrow + k0);
+      const uint4 xv[2] = {xvalid ? __ldg(xp) : zero, xvalid ? __ldg(xp + 1) : zero};
 #pragma unroll
-      for (int i = 0; i < TILES; ++i) mma_chunk(acc[i], ch[u][i], xv[u]);
+      for (int i = 0; i < TILES; ++i) mma_chunk(acc[i], ch[u][i], xv);
     }
   }
   for (; c < c_end; ++c) {

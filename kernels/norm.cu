@@ -9,7 +9,7 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     rmsnorm_kernel(const float* __restrict__ x, const float* __restrict__ w,
                    __nv_bfloat16* __restrict__ y, int cols, float eps,
-                   const int32_t* __restrict__ rows_index) {
+                   const int32_t* __restrict__ rows_index, __nv_bfloat16* __restrict__ y_lo) {
   __shared__ float scratch[32];
   const int row = blockIdx.x;
   const int src = rows_index ? rows_index[row] : row;
@@ -19,7 +19,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = threadIdx.x; i < cols; i += kThreads) ss += xr[i] * xr[i];
   ss = detail::block_sum(ss, scratch);
   const float inv = rsqrtf(ss / static_cast<float>(cols) + eps);
-  for (int i = threadIdx.x; i < cols; i += kThreads) yr[i] = __float2bfloat16(xr[i] * inv * w[i]);
+  for (int i = threadIdx.x; i < cols; i += kThreads) {
+    const float v = xr[i] * inv * w[i];
+    const __nv_bfloat16 hi = __float2bfloat16(v);
+    yr[i] = hi;
+    if (y_lo) y_lo[static_cast<size_t>(row) * cols + i] = __float2bfloat16(v - __bfloat162float(hi));
+  }
 }
 
 __global__ void embedding_kernel(const __nv_bfloat16* __restrict__ table, int vocab, int cols,
@@ -37,8 +42,9 @@ __global__ void embedding_kernel(const __nv_bfloat16* __restrict__ table, int vo
 namespace detail {
 
 cudaError_t rmsnorm_launch(const float* x, const float* weight, __nv_bfloat16* y, int rows,
-                           int cols, float eps, const int32_t* rows_index, cudaStream_t stream) {
-  rmsnorm_kernel<<<rows, kThreads, 0, stream>>>(x, weight, y, cols, eps, rows_index);
+                           int cols, float eps, const int32_t* rows_index, cudaStream_t stream,
+                           __nv_bfloat16* y_lo) {
+  rmsnorm_kernel<<<rows, kThreads, 0, stream>>>(x, weight, y, cols, eps, rows_index, y_lo);
   return cudaGetLastError();
 }
 

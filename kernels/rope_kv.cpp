@@ -20,15 +20,15 @@ Status check(const RopeKvArgs& a, int ld_qkv) {
 
 Status rope_kv_write(const float* qkv, int ld_qkv, const RopeKvArgs& args, cudaStream_t stream) {
   RS_TRY_STATUS(check(args, ld_qkv));
-  CUDA_CHECK(detail::rope_kv_launch_f32(qkv, ld_qkv, args, stream));
+  CUDA_CHECK(detail::rope_kv_launch(qkv, ld_qkv, nullptr, nullptr, args, stream));
   return ok();
 }
 
-Status rope_kv_write(const __nv_bfloat16* qkv, int ld_qkv, const float* scale, const float* bias,
+Status rope_kv_write(const float* qkv, int ld_qkv, const float* scale, const float* bias,
                      const RopeKvArgs& args, cudaStream_t stream) {
   RS_TRY_STATUS(check(args, ld_qkv));
-  if (!scale) return make_error(Errc::kInvalidArgument, "rope_kv_write: bf16 input needs scales");
-  CUDA_CHECK(detail::rope_kv_launch_bf16(qkv, ld_qkv, scale, bias, args, stream));
+  if (!scale) return make_error(Errc::kInvalidArgument, "rope_kv_write: raw input needs scales");
+  CUDA_CHECK(detail::rope_kv_launch(qkv, ld_qkv, scale, bias, args, stream));
   return ok();
 }
 

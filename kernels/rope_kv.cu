@@ -4,20 +4,16 @@
 namespace ringserve::kernels {
 namespace {
 
-__device__ __forceinline__ float load_val(const float* p) { return *p; }
-__device__ __forceinline__ float load_val(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-
-template <class T>
-__global__ void rope_kv_kernel(const T* __restrict__ qkv, int ld, const float* __restrict__ scale,
+__global__ void rope_kv_kernel(const float* __restrict__ qkv, int ld, const float* __restrict__ scale,
                                const float* __restrict__ bias, RopeKvArgs a) {
   const int tok = blockIdx.x;
   const int H = a.num_heads, KVH = a.num_kv_heads, D = a.head_dim, half = D / 2;
-  const T* row = qkv + static_cast<size_t>(tok) * ld;
+  const float* row = qkv + static_cast<size_t>(tok) * ld;
   const float pos = static_cast<float>(a.positions[tok]);
   const int slot = a.slots[tok];
   const int block = slot / a.block_tokens, off = slot % a.block_tokens;
   auto value = [&](int col) {
-    float v = load_val(row + col);
+    float v = row[col];
     if (scale) v *= scale[col];
     if (bias) v += bias[col];
     return v;
@@ -62,15 +58,9 @@ __global__ void rope_kv_kernel(const T* __restrict__ qkv, int ld, const float* _
 
 namespace detail {
 
-cudaError_t rope_kv_launch_f32(const float* qkv, int ld_qkv, const RopeKvArgs& args,
-                               cudaStream_t stream) {
-  rope_kv_kernel<float><<<args.ntok, 256, 0, stream>>>(qkv, ld_qkv, nullptr, nullptr, args);
-  return cudaGetLastError();
-}
-
-cudaError_t rope_kv_launch_bf16(const __nv_bfloat16* qkv, int ld_qkv, const float* scale,
-                                const float* bias, const RopeKvArgs& args, cudaStream_t stream) {
-  rope_kv_kernel<__nv_bfloat16><<<args.ntok, 256, 0, stream>>>(qkv, ld_qkv, scale, bias, args);
+cudaError_t rope_kv_launch(const float* qkv, int ld_qkv, const float* scale, const float* bias,
+                           const RopeKvArgs& args, cudaStream_t stream) {
+  rope_kv_kernel<<<args.ntok, 256, 0, stream>>>(qkv, ld_qkv, scale, bias, args);
   return cudaGetLastError();
 }
 

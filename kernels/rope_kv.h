@@ -38,17 +38,15 @@ struct RopeKvArgs {
 // Decode: qkv already holds acc * scale + bias (the GEMV epilogue did it).
 Status rope_kv_write(const float* qkv, int ld_qkv, const RopeKvArgs& args, cudaStream_t stream);
 
-// Prefill: qkv is the raw GEMM output over integer-valued bf16 weights; the
-// per-row scale and the bias are applied here.
-Status rope_kv_write(const __nv_bfloat16* qkv, int ld_qkv, const float* scale, const float* bias,
+// Prefill: qkv is the raw fp32 GEMM output over integer-valued bf16 weights;
+// the per-column scale and the bias are applied here.
+Status rope_kv_write(const float* qkv, int ld_qkv, const float* scale, const float* bias,
                      const RopeKvArgs& args, cudaStream_t stream);
 #endif
 
 namespace detail {
-cudaError_t rope_kv_launch_f32(const float* qkv, int ld_qkv, const RopeKvArgs& args,
-                               cudaStream_t stream);
-cudaError_t rope_kv_launch_bf16(const __nv_bfloat16* qkv, int ld_qkv, const float* scale,
-                                const float* bias, const RopeKvArgs& args, cudaStream_t stream);
+cudaError_t rope_kv_launch(const float* qkv, int ld_qkv, const float* scale, const float* bias,
+                           const RopeKvArgs& args, cudaStream_t stream);
 }  // namespace detail
 
 }  // namespace ringserve::kernels

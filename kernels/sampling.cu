@@ -81,11 +81,25 @@ __device__ void radix_select(const float* p, int V, bool by_mass, uint64_t targe
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = threadIdx.x; i < 256; i += kThreads) hist[i] = 0;
     __syncthreads();
-    for (int i = threadIdx.x; i < V; i += kThreads) {
-      const float pv = p[i];
+    // Most of a 152k vocabulary lands in a handful of bins: lanes with the
+    // same bin first sum their weights (in 21-bit pieces, so 32 lanes cannot
+    // overflow a 32-bit reduction) and one of them does the atomic.
+    for (int base = 0; base < V; base += kThreads) {
+      const int i = base + threadIdx.x;
+      const float pv = i < V ? p[i] : 0.0f;
       const uint32_t key = __float_as_uint(pv);
-      if ((key & mask) == prefix)
-        atomicAdd(&hist[(key >> shift) & 255u], by_mass ? weight(pv) : 1ull);
+      const bool in = i < V && (key & mask) == prefix;
+      const uint32_t bin = in ? (key >> shift) & 255u : 256u;
+      const uint32_t peers = __match_any_sync(0xffffffffu, bin);
+      const uint64_t w = in ? (by_mass ? weight(pv) : 1ull) : 0ull;
+      const uint32_t p0 = __reduce_add_sync(peers, static_cast<uint32_t>(w & 0x1fffff));
+      const uint32_t p1 = __reduce_add_sync(peers, static_cast<uint32_t>((w >> 21) & 0x1fffff));
+      const uint32_t p2 = __reduce_add_sync(peers, static_cast<uint32_t>(w >> 42));
+      const int leader = __ffs(peers) - 1;
+      if (in && static_cast<int>(threadIdx.x % 32) == leader)
+        atomicAdd(&hist[bin], static_cast<unsigned long long>(p0) +
+                                  (static_cast<unsigned long long>(p1) << 21) +
+                                  (static_cast<unsigned long long>(p2) << 42));
     }
     __syncthreads();
     if (threadIdx.x == 0) {

@@ -4,7 +4,7 @@
 # packages are downloaded here into .deps/ (git-ignored, carried along) by
 #   mkdir -p .deps && cd .deps && apt-get download flatbuffers-compiler \
 #     libflatbuffers-dev libflatbuffers2 libpci-dev libpci3 libpcre2-dev \
-#     libpcre2-8-0 liburing-dev liburing2 zlib1g-dev
+#     libpcre2-8-0 liburing-dev liburing2 zlib1g-dev libutf8proc-dev libutf8proc2
 # (files renamed to <package>.deb) and unpacked there into /opt/deps.
 #
 # Usage (on the GPU machine): source scripts/gpu_machine_build.sh [build-dir] [targets...]

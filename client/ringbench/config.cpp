@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace ringbench {

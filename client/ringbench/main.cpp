@@ -34,13 +34,18 @@ int main(int argc, char** argv) {
   app.add_option("--runs", config.runs, "Rounds of --batch requests")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--concurrency", config.concurrency,
-                 "Closed loop: this many requests in flight at all times")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--requests", config.requests, "Total measured requests (closed/open loop)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--rate", config.rate, "Open loop: Poisson arrivals at this many requests/s")
-      ->check(CLI::PositiveNumber);
+  int concurrency = 0, requests = 0;
+  double rate = 0;
+  auto* concurrency_opt = app.add_option("--concurrency", concurrency,
+                                         "Closed loop: this many requests in flight at all times")
+                              ->check(CLI::PositiveNumber);
+  auto* requests_opt =
+      app.add_option("--requests", requests, "Total measured requests (closed/open loop)")
+          ->check(CLI::PositiveNumber);
+  auto* rate_opt =
+      app.add_option("--rate", rate, "Open loop: Poisson arrivals at this many requests/s")
+          ->check(CLI::PositiveNumber);
+  rate_opt->excludes(concurrency_opt);
   std::string transport = "shm";
   app.add_option("--transport", transport, "shm (socket + shared-memory ring) or socket")
       ->check(CLI::IsMember({"shm", "socket"}))
@@ -82,6 +87,9 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (*concurrency_opt) config.concurrency = concurrency;
+  if (*requests_opt) config.requests = requests;
+  if (*rate_opt) config.rate = rate;
   config.transport =
       transport == "socket" ? ringbench::Transport::kSocket : ringbench::Transport::kShm;
   config.progress = !no_progress;

@@ -1,5 +1,6 @@
 #include "connection.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -45,15 +46,30 @@ Connection::~Connection() {
 }
 
 Status Connection::handshake() {
-  const auto timeout =
-      options_.read_timeout.count() > 0 ? options_.read_timeout : std::chrono::milliseconds(-1);
+  // The fd-passing helpers honour their timeout only on a non-blocking
+  // socket; the reader thread later wants a blocking one.
+  const int flags = ::fcntl(socket_.get(), F_GETFL);
+  ::fcntl(socket_.get(), F_SETFL, flags | O_NONBLOCK);
+  Status result = exchange_hello();
+  ::fcntl(socket_.get(), F_SETFL, flags & ~O_NONBLOCK);
+  return result;
+}
+
+Status Connection::exchange_hello() {
+  const auto timeout = options_.read_timeout.count() > 0
+                           ? options_.read_timeout
+                           : std::chrono::milliseconds(std::chrono::hours(24 * 365));
   protocol::Hello hello;
   hello.client_name = options_.client_name;
   hello.want_shm = options_.use_shm;
   hello.request_ring_bytes = options_.request_ring_bytes;
   hello.event_ring_bytes = options_.event_ring_bytes;
-  RS_TRY_STATUS(protocol::send_frame(socket_.get(), protocol::encode(hello), {}, timeout));
-  auto received = protocol::recv_frame(socket_.get(), limits_, protocol::kSegmentFdCount, timeout);
+  Status sent = protocol::send_frame(socket_.get(), protocol::encode(hello), {}, timeout);
+  // A server refusing us (too many sessions) may answer and close before
+  // our Hello lands; its Error is still waiting in our receive queue.
+  auto received = protocol::recv_frame(socket_.get(), limits_, protocol::kSegmentFdCount,
+                                       sent ? timeout : std::chrono::milliseconds(100));
+  if (!sent && !received) return sent.error();
   if (!received) {
     Error e = std::move(received).error();
     if (e.code == Errc::kUnavailable) {

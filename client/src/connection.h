@@ -56,6 +56,7 @@ class Connection {
  private:
   Connection(protocol::UniqueFd socket, ClientOptions options);
   Status handshake();
+  Status exchange_hello();
   void read_loop();
   Status read_socket_frame();
   void spin_then_sleep();

@@ -9,6 +9,7 @@
 
 #include "cuda/device_model.h"
 #include "cuda/forward.h"
+#include "cuda/gemv_tuning.h"
 #include "cuda/kv_blocks.h"
 #include "cuda/workspace.h"
 #include "attention.h"
@@ -186,6 +187,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   e->ws_ = std::make_unique<Workspace>(RS_TRY(Workspace::allocate(c, L, !resident)));
   CUBLAS_CHECK(cublasSetWorkspace(e->cublas_, e->ws_->cublas_workspace,
                                   e->ws_->cublas_workspace_bytes));
+  const std::string tuned = RS_TRY(tune_gemv(*e->model_, *e->ws_, e->stream_));
+  log->info("cuda: decode GEMV shapes: {}", tuned);
 
   // KV pool.
   const size_t block_elems = static_cast<size_t>(c.num_kv_heads) * L.block_tokens * c.head_dim;
@@ -334,6 +337,16 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
   const StepMeta& m = ws_->host_meta;
   const int n = static_cast<int>(batch.size());
   const int MB = limits_.max_blocks_per_seq;
+  // A sequence stepped past its max_new_tokens grows its block table while
+  // the pool and the context allow.
+  for (Sequence* s : batch) {
+    if (s->cached >= limits_.max_context)
+      return make_error(Errc::kResourceExhausted, "seq={}: context of {} tokens is full",
+                        s->spec.id, limits_.max_context);
+    if (s->cached / limits_.block_tokens >= static_cast<int>(s->blocks.size()) &&
+        !blocks_.allocate(1, s->blocks))
+      return make_error(Errc::kResourceExhausted, "seq={}: no free KV block", s->spec.id);
+  }
   for (int i = 0; i < n; ++i) {
     Sequence& s = *batch[i];
     const int pos = s.cached;

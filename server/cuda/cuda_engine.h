@@ -24,7 +24,7 @@ struct CudaTuning {
   // picks resident when it fits with room to spare.
   PrefillWeights prefill_weights = PrefillWeights::kAuto;
   bool use_graphs = true;
-  int split_tokens = 64;  // decode attention keys per split
+  int split_tokens = 16;  // decode attention keys per split
 };
 
 struct CudaEngineStats {

@@ -226,6 +226,9 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
     out.bias = (s.bias != SIZE_MAX && any_bias) ? reinterpret_cast<const float*>(at(s.bias)) : nullptr;
     out.rows = rows;
     out.cols = cols;
+    out.gemv = kernels::default_gemv_config(
+        rows, cols,
+        interleave16 ? kernels::GemvEpilogue::kSiluMulBf16 : kernels::GemvEpilogue::kStoreF32);
     if (s.q_bf16 != SIZE_MAX) {
       auto* dst = reinterpret_cast<__nv_bfloat16*>(at(s.q_bf16));
       RS_TRY_STATUS(kernels::int8_to_bf16(out.q, dst, static_cast<size_t>(rows) * cols, stream));

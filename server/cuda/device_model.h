@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/device_memory.h"
+#include "gemv_w8a16.h"
 #include "model/weights.h"
 #include "ringserve/common/expected.h"
 
@@ -24,6 +25,7 @@ struct DeviceLinear {
   const __nv_bfloat16* q_bf16 = nullptr;  // resident prefill copy, or null
   int rows = 0;
   int cols = 0;
+  kernels::GemvConfig gemv;  // decode launch shape (gemv_tuning.h picks it)
 };
 
 struct DeviceLayer {
@@ -52,6 +54,8 @@ class DeviceModel {
   // provides one (or ties it to the embedding); null otherwise.
   const __nv_bfloat16* lm_head_bf16() const { return lm_head_bf16_; }
   bool resident_bf16() const { return resident_bf16_; }
+  std::vector<DeviceLayer>& mutable_layers() { return layers_; }
+  DeviceLinear& mutable_lm_head() { return lm_head_; }
   size_t device_bytes() const { return storage_.bytes(); }
 
  private:

@@ -36,19 +36,27 @@ GemvArgs gemv_args(const DeviceLinear& l, const __nv_bfloat16* x, int batch, voi
 
 Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream) {
   const auto& c = m_.config();
+  // The head's input goes in as two bf16 halves (hi + lo rows): one bf16
+  // rounding here would show in every logit. Up to batch 4 the lo rows ride
+  // in the same GEMV pass (the mma's N side has 8 columns), so the weights are
+  // still read once.
+  const size_t hidden = c.hidden_size;
   RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, m_.final_norm(), ws_.xn, rows,
                                              c.hidden_size, static_cast<float>(c.rms_norm_eps),
-                                             rows_index, stream));
+                                             rows_index, stream, ws_.xn + rows * hidden));
   if (m_.lm_head_bf16()) {
     // The checkpoint's unquantized head: the logits where INT8 rounding would
     // show most (near-ties in greedy decoding).
-    RS_TRY_STATUS(kernels::gemm_bf16_nt(cublas_, rows, c.vocab_size, c.hidden_size, ws_.xn,
+    RS_TRY_STATUS(kernels::gemm_bf16_nt(cublas_, 2 * rows, c.vocab_size, c.hidden_size, ws_.xn,
                                         c.hidden_size, m_.lm_head_bf16(), c.hidden_size,
                                         ws_.logits, CUDA_R_32F, c.vocab_size, stream));
   } else {
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(m_.lm_head(), ws_.xn, rows, ws_.logits, GemvEpilogue::kStoreF32), stream));
+        gemv_args(m_.lm_head(), ws_.xn, 2 * rows, ws_.logits, GemvEpilogue::kStoreF32),
+        m_.lm_head().gemv, stream));
   }
+  RS_TRY_STATUS(kernels::add_second_half(
+      ws_.logits, static_cast<size_t>(rows) * c.vocab_size, stream));
   return kernels::sample_tokens(ws_.logits, c.vocab_size, rows, c.vocab_size,
                                 ws_.dev_meta.sampling, ws_.sample_scratch,
                                 ws_.results.device<kernels::SampleResult>(), stream);
@@ -67,7 +75,7 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, batch, H, eps,
                                                nullptr, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32), stream));
+        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32), layer.qkv.gemv, stream));
     kernels::RopeKvArgs r;
     r.ntok = batch;
     r.num_heads = c.num_heads;
@@ -100,19 +108,19 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     a.out = ws_.attn;
     RS_TRY_STATUS(kernels::attention_decode(a, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32), stream));
+        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32), layer.o.gemv, stream));
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.post_attention_norm, ws_.xn, batch,
                                                H, eps, nullptr, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16), stream));
+        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16), layer.gate_up.gemv, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32), stream));
+        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32), layer.down.gemv, stream));
   }
   return logits_and_sample(batch, nullptr, stream);
 }
 
-// gemm_out[ntok][l.rows] = x[ntok][l.cols] * W^T over the integer-valued bf16
-// weights; the caller's epilogue applies scales.
+// gemm_out[ntok][l.rows] (fp32) = x[ntok][l.cols] * W^T over the
+// integer-valued bf16 weights; the caller's epilogue applies scales.
 Status Forward::linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloat16* x,
                                cudaStream_t stream) {
   const __nv_bfloat16* w = l.q_bf16;
@@ -122,7 +130,7 @@ Status Forward::linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloa
     w = ws_.dequant;
   }
   return kernels::gemm_bf16_nt(cublas_, ntok, l.rows, l.cols, x, l.cols, w, l.cols, ws_.gemm_out,
-                               CUDA_R_16BF, l.rows, stream);
+                               CUDA_R_32F, l.rows, stream);
 }
 
 Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq_len,

@@ -19,15 +19,15 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
 
   Arena a;
   const size_t o_resid = a.reserve(4 * rows * H);
-  const size_t o_xn = a.reserve(2 * rows * H);
+  const size_t o_xn = a.reserve(2 * std::max(rows, 2 * B) * H);
   const size_t o_qkv = a.reserve(4 * B * QKV);
-  const size_t o_gemm = a.reserve(2 * P * gemm_cols);
+  const size_t o_gemm = a.reserve(4 * P * gemm_cols);
   const size_t o_q = a.reserve(2 * rows * c.q_dim());
   const size_t o_k = a.reserve(2 * P * c.kv_dim());
   const size_t o_v = a.reserve(2 * P * c.kv_dim());
   const size_t o_attn = a.reserve(2 * rows * c.q_dim());
   const size_t o_act = a.reserve(2 * rows * I);
-  const size_t o_logits = a.reserve(4 * B * V);
+  const size_t o_logits = a.reserve(4 * 2 * B * V);
   const size_t o_scratch = a.reserve(4 * B * V);
   const size_t o_po = a.reserve(4 * B * c.num_heads * L.max_splits * c.head_dim);
   const size_t o_pml = a.reserve(4 * B * c.num_heads * L.max_splits * 2);
@@ -42,7 +42,7 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
   w.resid = reinterpret_cast<float*>(base + o_resid);
   w.xn = reinterpret_cast<__nv_bfloat16*>(base + o_xn);
   w.qkv_f32 = reinterpret_cast<float*>(base + o_qkv);
-  w.gemm_out = reinterpret_cast<__nv_bfloat16*>(base + o_gemm);
+  w.gemm_out = reinterpret_cast<float*>(base + o_gemm);
   w.q = reinterpret_cast<__nv_bfloat16*>(base + o_q);
   w.k = reinterpret_cast<__nv_bfloat16*>(base + o_k);
   w.v = reinterpret_cast<__nv_bfloat16*>(base + o_v);

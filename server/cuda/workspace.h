@@ -52,15 +52,15 @@ struct Workspace {
 
   // Decode (rows = batch) and prefill (rows = tokens) share these.
   float* resid = nullptr;         // [rows][hidden]
-  __nv_bfloat16* xn = nullptr;    // [rows][hidden]
+  __nv_bfloat16* xn = nullptr;    // [max(rows, 2*max_batch)][hidden]
   float* qkv_f32 = nullptr;       // [max_batch][qkv]: decode GEMV output
-  __nv_bfloat16* gemm_out = nullptr;  // [max_prefill][max(qkv, 2*inter, hidden)]
+  float* gemm_out = nullptr;      // [max_prefill][max(qkv, 2*inter, hidden)]
   __nv_bfloat16* q = nullptr;     // [rows][q_dim]
   __nv_bfloat16* k = nullptr;     // [max_prefill][kv_dim]: this prompt's keys
   __nv_bfloat16* v = nullptr;
   __nv_bfloat16* attn = nullptr;  // [rows][q_dim]
   __nv_bfloat16* act = nullptr;   // [rows][inter]
-  float* logits = nullptr;        // [max_batch][vocab]
+  float* logits = nullptr;        // [2*max_batch][vocab]: hi and lo halves
   float* sample_scratch = nullptr;  // [max_batch][vocab]
   float* partial_o = nullptr;     // decode attention splits
   float* partial_ml = nullptr;

@@ -76,62 +76,47 @@ SampleOutput Sampler::sample(std::span<const float> logits, const SamplingParams
     out.token = best;
   } else {
     const double inv_t = 1.0 / params.temperature;
-    order_.clear();
-    const bool use_top_k = params.top_k > 0 && params.top_k < vocab;
-    const bool use_top_p = params.top_p < 1.0f;
-    if (use_top_p && !use_top_k) {
-      // Tokens below this probability cannot be in the nucleus: all of them
-      // together hold less than 1 - top_p of the mass. Skipping them keeps
-      // the sort short on a 152k vocabulary.
-      double sum = 0.0;
-      for (float l : logits) {
-        if (!std::isnan(l)) sum += std::exp((static_cast<double>(l) - max_logit) * inv_t);
-      }
-      const double floor = 0.5 * (1.0 - std::max(0.0f, params.top_p)) / vocab * sum;
-      for (int32_t i = 0; i < vocab; ++i) {
-        if (!std::isnan(logits[i]) && std::exp((logits[i] - max_logit) * inv_t) >= floor) {
-          order_.push_back(i);
-        }
-      }
-    } else {
-      order_.resize(vocab);
-      for (int32_t i = 0; i < vocab; ++i) order_[i] = i;
-    }
+    auto weight = [&](int32_t id) {
+      const float l = logits[id];
+      return std::isnan(l) ? 0.0 : std::exp((static_cast<double>(l) - max_logit) * inv_t);
+    };
     const ByLogit by_logit{logits};
-    if (use_top_k) {
+    order_.resize(vocab);
+    for (int32_t i = 0; i < vocab; ++i) order_[i] = i;
+    size_t sorted = 0;  // order_[0, sorted) holds the best tokens, best first
+    if (params.top_k > 0 && params.top_k < vocab) {
       std::partial_sort(order_.begin(), order_.begin() + params.top_k, order_.end(), by_logit);
       order_.resize(params.top_k);
-    } else if (use_top_p) {
-      std::sort(order_.begin(), order_.end(), by_logit);
+      sorted = order_.size();
     }
-
-    probs_.resize(order_.size());
     double total = 0.0;
-    for (size_t i = 0; i < order_.size(); ++i) {
-      const float l = logits[order_[i]];
-      const double p = std::isnan(l) ? 0.0 : std::exp((static_cast<double>(l) - max_logit) * inv_t);
-      probs_[i] = static_cast<float>(p);
-      total += p;
-    }
+    for (int32_t id : order_) total += weight(id);
     size_t kept = order_.size();
-    if (use_top_p) {
+    if (params.top_p < 1.0f) {
+      // Sort only as long a prefix as the nucleus needs, growing it 8x at a
+      // time: real logits are peaked, so a 152k vocabulary rarely needs
+      // more than the first few hundred.
       const double target = std::max(0.0, static_cast<double>(params.top_p)) * total;
       double mass = 0.0;
       kept = 0;
-      while (kept < order_.size()) {
-        mass += probs_[kept];
-        ++kept;
-        if (mass >= target) break;
+      for (size_t k = std::min<size_t>(order_.size(), 64);; k = std::min(order_.size(), k * 8)) {
+        if (k > sorted) {
+          std::partial_sort(order_.begin() + sorted, order_.begin() + k, order_.end(), by_logit);
+          sorted = k;
+        }
+        while (kept < k && (kept == 0 || mass < target)) mass += weight(order_[kept++]);
+        if (mass >= target || k == order_.size()) break;
       }
       total = mass;
     }
 
     const double u = uniform_variate(params.seed, step) * total;
     double cumulative = 0.0;
-    out.token = order_[kept - 1];  // rounding can leave u just above the last sum
+    out.token = best;  // only if rounding leaves u above the last partial sum
     for (size_t i = 0; i < kept; ++i) {
-      cumulative += probs_[i];
-      if (u < cumulative && probs_[i] > 0.0f) {
+      const double w = weight(order_[i]);
+      cumulative += w;
+      if (u < cumulative && w > 0.0) {
         out.token = order_[i];
         break;
       }

@@ -41,7 +41,6 @@ class Sampler {
 
  private:
   std::vector<int32_t> order_;
-  std::vector<float> probs_;
 };
 
 // Index of the largest value, lowest index on ties; NaN never wins.

@@ -1,5 +1,6 @@
 #include "http/http_session.h"
 
+#include <array>
 #include <chrono>
 
 #include <boost/asio/dispatch.hpp>
@@ -303,6 +304,7 @@ void HttpSession::on_write(beast::error_code ec, size_t) {
   if (ec) {
     // The peer is gone: stop its generation; on_done still arrives and is dropped.
     close();
+    stream_.close();
     return;
   }
   out_bytes_ -= out_.front().size();
@@ -351,6 +353,7 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
       if (auto* d = ctx_->dispatcher.load()) d->cancel(generation_->id);
     }
     close();
+    stream_.close();
     return;
   }
   buffer_.commit(bytes);
@@ -365,10 +368,31 @@ void HttpSession::close() {
   if (generation_) {
     if (auto* d = ctx_->dispatcher.load()) d->cancel(generation_->id);
   }
-  beast::error_code ec;
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
-  stream_.close();
   idle_timer_.cancel();
+  // Half-close and drain what the client still sends (say, the rest of an
+  // oversized body) for a moment: closing with unread data makes the kernel
+  // send a reset, which can destroy the error response before it is read.
+  beast::error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  if (ec) {
+    stream_.close();
+    return;
+  }
+  stream_.expires_after(std::chrono::seconds(1));
+  drain();
+}
+
+void HttpSession::drain() {
+  if (watch_pending_) return;  // the watch read ends with the connection
+  auto scratch = std::make_shared<std::array<char, 4096>>();
+  stream_.async_read_some(net::buffer(*scratch), [self = shared_from_this(), scratch](
+                                                     beast::error_code ec, size_t) {
+    if (ec) {
+      self->stream_.close();
+      return;
+    }
+    self->drain();
+  });
 }
 
 }  // namespace ringserve::http

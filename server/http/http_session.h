@@ -64,6 +64,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void start_watch();
   void on_watch(boost::beast::error_code ec, size_t bytes);
   void close();
+  void drain();
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;

@@ -29,7 +29,7 @@ struct ServerOptions {
   // in-flight requests are still queued past this bound.
   uint32_t session_queue_limit = 256;
   // Shared-memory ring sizes; a client may ask for less, never for more.
-  uint32_t request_ring_bytes = 256u << 10;
+  uint32_t request_ring_bytes = 1u << 20;
   uint32_t event_ring_bytes = 1u << 20;
   bool allow_shm = true;
 

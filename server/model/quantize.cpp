@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "model/parallel.h"
@@ -62,6 +63,10 @@ Status quantize_matrix(DType dtype, const std::byte* src, int rows, int cols, st
 Expected<QuantLinear> quantize_linear(const TensorView& tensor, int threads) {
   if (tensor.shape.size() != 2)
     return make_error(Errc::kCorruptData, "{}: expected a matrix, got shape {}", tensor.where(),
+                      shape_string(tensor.shape));
+  constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
+  if (tensor.shape[0] > kMaxDim || tensor.shape[1] > kMaxDim || !is_float_source(tensor.dtype))
+    return make_error(Errc::kCorruptData, "{}: {} {} cannot be quantized", tensor.where(), dtype_name(tensor.dtype),
                       shape_string(tensor.shape));
   QuantLinear out;
   out.rows = static_cast<int>(tensor.shape[0]);

@@ -262,11 +262,6 @@ Expected<std::vector<std::string>> parse_actions(std::string_view csv) {
 Expected<std::vector<ActionResult>> apply_actions(const Report& report,
                                                   const std::vector<std::string>& actions,
                                                   const ApplyOptions& options) {
-  if (report.source.rfind("sysfs:", 0) != 0) {
-    return make_error(Errc::kPermissionDenied,
-                      "--apply works on the live system only, not on a dump ({})", report.source);
-  }
-  if (report.devices.empty()) return make_error(Errc::kNotFound, "--apply: no GPU to act on");
   for (const auto& d : report.devices) {
     if (d.environment != Environment::kBareMetal) {
       return make_error(Errc::kPermissionDenied,
@@ -275,6 +270,12 @@ Expected<std::vector<ActionResult>> apply_actions(const Report& report,
                         d.gpu.bdf, environment_name(d.environment), d.environment_reason);
     }
   }
+  if (report.source.rfind("sysfs:", 0) != 0) {
+    return make_error(Errc::kPermissionDenied,
+                      "--apply refused: it works on the live system only, not on a dump ({})",
+                      report.source);
+  }
+  if (report.devices.empty()) return make_error(Errc::kNotFound, "--apply: no GPU to act on");
   if (options.require_root && ::geteuid() != 0) {
     return make_error(Errc::kPermissionDenied, "--apply needs root (it writes sysfs and procfs)");
   }

@@ -33,6 +33,7 @@ constexpr size_t kExpLnkCtl = 0x10;
 constexpr size_t kExpLnkSta = 0x12;
 constexpr size_t kExpLnkCap2 = 0x2c;
 constexpr size_t kExpLnkCtl2 = 0x30;
+constexpr size_t kExpLnkSta2 = 0x32;
 
 // A capability list longer than this is a loop or garbage.
 constexpr int kMaxCapabilities = 48;
@@ -81,6 +82,9 @@ void decode_link(const ConfigBytes& cfg, size_t cap, PortView& view) {
     }
     if (auto lnkctl2 = cfg.u16(cap + kExpLnkCtl2)) {
       link.target_speed_gts = speed_code_to_gts(*lnkctl2 & 0xf);
+    }
+    if (auto lnksta2 = cfg.u16(cap + kExpLnkSta2); lnksta2 && link.speed_gts >= 8.0) {
+      link.equalization_complete = (*lnksta2 & 0x2) != 0;
     }
   }
 }

@@ -44,6 +44,9 @@ struct LinkValues {
   std::optional<int> cap_width;              // LnkCap max width
   std::optional<double> target_speed_gts;    // LnkCtl2 target speed (the "BIOS Gen" limit)
   std::vector<double> supported_speeds_gts;  // LnkCap2 vector, when present
+  // LnkSta2 bit 1: 8 GT/s+ equalization finished. A link stuck with it
+  // clear is marginal (it trained but may retrain or run with errors).
+  std::optional<bool> equalization_complete;
   // lspci's own comparison of LnkSta with the device's LnkCap, only for
   // ports whose link is judged from the other end (lspci `link_compare`).
   std::optional<bool> speed_downgraded;

@@ -29,6 +29,8 @@ nlohmann::json port_json(const PortView& p) {
                          {"cap_speed_gts", opt(p.link.cap_speed_gts)},
                          {"cap_width", opt(p.link.cap_width)},
                          {"target_speed_gts", opt(p.link.target_speed_gts)},
+                         {"supported_speeds_gts", p.link.supported_speeds_gts},
+                         {"equalization_complete", opt(p.link.equalization_complete)},
                          {"speed_downgraded", opt(p.link.speed_downgraded)},
                          {"width_downgraded", opt(p.link.width_downgraded)}};
   if (p.link.speed_gts && p.link.width) {

@@ -21,7 +21,15 @@ void add_startup_flags(CLI::App& app, StartupOptions& options) {
 Expected<StartupResult> run_at_startup(const StartupOptions& options) {
   auto log = ringserve::log::get("pcie");
   if (options.mode == StartupMode::kOff) return StartupResult{"preflight off", 0};
-  Report report = RS_TRY(run_report(options.report));
+  // A host without a readable PCI tree (a container, say) must still be able
+  // to serve: the preflight then says why it could not look.
+  auto ran = run_report(options.report);
+  if (!ran) {
+    StartupResult skipped{"preflight could not run: " + ran.error().message, 0};
+    log->warn("{}", skipped.verdict);
+    return skipped;
+  }
+  Report& report = *ran;
   StartupResult result{verdict(report), exit_status(report)};
   if (report.worst() >= Severity::kWarn) {
     log->warn("{}", result.verdict);

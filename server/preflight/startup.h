@@ -28,8 +28,10 @@ struct StartupResult {
   int exit_status = 0;  // as `ringserve preflight` would exit
 };
 
-// kOff: returns at once with verdict "preflight off". kApply: the report,
-// then the actions (refused in a VM, which is logged, not an error).
+// kOff: returns at once with verdict "preflight off". A report that cannot
+// be made (no PCI tree) is a logged verdict, not an error, so serving goes
+// on. kApply: the report, then the actions (refused in a VM: logged). Errors
+// only for a bad apply list.
 Expected<StartupResult> run_at_startup(const StartupOptions& options);
 
 }  // namespace ringserve::preflight

@@ -210,10 +210,10 @@ PortView parse_block(const Block& block) {
   if (auto lnksta = register_text(body, "LnkSta:"); !lnksta.empty()) {
     if (auto s = after(lnksta, "Speed "); !s.empty()) {
       link.speed_gts = parse_speed(s);
-      size_t comma = s.find(',');
-      size_t unit = s.find("GT/s");
-      if (unit != std::string_view::npos && unit < comma) {
-        link.speed_downgraded = parse_flag(s.substr(unit + 4));
+      // The flag follows the speed token, also when the speed is "unknown".
+      const size_t token_end = s.find_first_of(" ,");
+      if (token_end != std::string_view::npos) {
+        link.speed_downgraded = parse_flag(s.substr(token_end));
       }
     }
     if (auto w = after(lnksta, "Width x"); !w.empty()) {
@@ -277,16 +277,25 @@ Expected<VvFile> parse_lspci_vv(std::string_view text) {
   if (blocks.empty()) {
     return make_error(Errc::kNotFound, "no device lines (\"bb:dd.f ...\") in the text");
   }
+  // A file can hold the same address twice (a `-vv` block and an `lspci`
+  // listing line): the block with the most text wins.
   VvFile out;
+  std::vector<const Block*> chosen;
   for (const auto& block : blocks) {
     bool duplicate = false;
-    for (const auto& seen : out.devices) duplicate = duplicate || seen.bdf == block.bdf;
-    if (duplicate) {
-      out.notes.push_back(fmt::format("a second block for {} was ignored", block.bdf));
-      continue;
+    for (auto& seen : chosen) {
+      if (seen->bdf != block.bdf) continue;
+      duplicate = true;
+      if (block.body.size() > seen->body.size()) seen = &block;
     }
-    out.devices.push_back(parse_block(block));
+    if (duplicate) {
+      out.notes.push_back(
+          fmt::format("{} appears more than once; the longest block was used", block.bdf));
+    } else {
+      chosen.push_back(&block);
+    }
   }
+  for (const Block* block : chosen) out.devices.push_back(parse_block(*block));
   return out;
 }
 

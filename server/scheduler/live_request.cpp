@@ -31,7 +31,6 @@ LiveRequest::TokenOutcome LiveRequest::on_token(const engine::SampledToken& toke
                                                 Clock::time_point step_end) {
   TokenOutcome outcome;
   if (done_ || matched_stop_) return outcome;
-  ++generated_;
   if (!first_token_at_) {
     first_token_at_ = step_end;
     prefill_ = since(step_start, step_end);
@@ -45,17 +44,19 @@ LiveRequest::TokenOutcome LiveRequest::on_token(const engine::SampledToken& toke
   }
   last_token_at_ = step_end;
 
-  // The token that ends generation is part of what the model produced, so
-  // its id (and logprob) goes out; its text (e.g. "<｜end▁of▁sentence｜>") does not.
-  pending_.tokens.push_back(token.token);
-  if (request_.sampling.top_logprobs > 0) {
-    pending_.logprobs.push_back(TokenLogprobs{token.token, token.logprob, token.top});
-  }
+  // A stop token (eos, or one the request names) ends generation without
+  // being part of the output, as in `ringserve generate`: neither its id nor
+  // its text ("<｜end▁of▁sentence｜>") goes out, nor is it counted.
   const bool stop_token = (!request_.stop.ignore_eos && contains(eos_, token.token)) ||
                           contains(request_.stop.stop_token_ids, token.token);
   if (stop_token) {
     outcome.finish = FinishReason::kStop;
     return outcome;
+  }
+  ++generated_;
+  pending_.tokens.push_back(token.token);
+  if (request_.sampling.top_logprobs > 0) {
+    pending_.logprobs.push_back(TokenLogprobs{token.token, token.logprob, token.top});
   }
   if (decoder_) {
     append_text(decoder_->push(token.token));

@@ -1,8 +1,8 @@
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
-#include <algorithm>
 
 #include "tokenizer/byte_level.h"
 
@@ -79,11 +79,11 @@ Expected<BpeModel> BpeModel::build(const TokenizerSpec& spec, std::string_view s
                                      : j == m.spelled_to_id_.end() ? std::string_view(joined)
                                                                    : std::string_view();
     if (!missing.empty()) {
-      return make_error(Errc::kCorruptData, "{}: merge {} (\"{}\" \"{}\"): \"{}\" is not in the vocab",
-                        source, rank, left, right, missing);
+      return make_error(Errc::kCorruptData,
+                        "{}: merge {} (\"{}\" \"{}\"): \"{}\" is not in the vocab", source, rank,
+                        left, right, missing);
     }
-    m.merges_.insert(l->second, r->second,
-                     PairMap::Entry{static_cast<uint32_t>(rank), j->second});
+    m.merges_.insert(l->second, r->second, PairMap::Entry{static_cast<uint32_t>(rank), j->second});
   }
   return m;
 }

@@ -35,7 +35,9 @@ const Tables& tables() {
 
 }  // namespace
 
-char32_t char_of_byte(uint8_t b) { return tables().char_of[b]; }
+char32_t char_of_byte(uint8_t b) {
+  return tables().char_of[b];
+}
 
 std::optional<uint8_t> byte_of_char(char32_t cp) {
   if (cp > kMaxChar) return std::nullopt;

@@ -26,8 +26,7 @@ Expected<std::string> gunzip(std::string_view compressed, size_t max_bytes,
     if (produced == out.size()) {
       if (out.size() >= max_bytes) {
         inflateEnd(&zs);
-        return make_error(Errc::kTooLarge, "{}: inflates to more than {} bytes", source,
-                          max_bytes);
+        return make_error(Errc::kTooLarge, "{}: inflates to more than {} bytes", source, max_bytes);
       }
       out.resize(std::min(max_bytes, out.size() * 2));
     }
@@ -74,8 +73,8 @@ Expected<std::string> read_tokenizer_file(const std::filesystem::path& path, siz
   if (static_cast<size_t>(in.gcount()) != size) {
     return make_error(Errc::kIoError, "{}: short read", name);
   }
-  const bool is_gzip = size >= 2 && static_cast<uint8_t>(data[0]) == 0x1F &&
-                       static_cast<uint8_t>(data[1]) == 0x8B;
+  const bool is_gzip =
+      size >= 2 && static_cast<uint8_t>(data[0]) == 0x1F && static_cast<uint8_t>(data[1]) == 0x8B;
   if (is_gzip) return gunzip(data, max_bytes, name);
   return data;
 }

@@ -24,8 +24,10 @@ bool trivially_normalized(std::span<const NormalForm> forms, std::string_view te
 utf8proc_option_t options_for(NormalForm form) {
   const int base = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::kNFC: return static_cast<utf8proc_option_t>(base | UTF8PROC_COMPOSE);
-    case NormalForm::kNFD: return static_cast<utf8proc_option_t>(base | UTF8PROC_DECOMPOSE);
+    case NormalForm::kNFC:
+      return static_cast<utf8proc_option_t>(base | UTF8PROC_COMPOSE);
+    case NormalForm::kNFD:
+      return static_cast<utf8proc_option_t>(base | UTF8PROC_DECOMPOSE);
     case NormalForm::kNFKC:
       return static_cast<utf8proc_option_t>(base | UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
     case NormalForm::kNFKD:
@@ -42,8 +44,8 @@ void apply(NormalForm form, std::string_view in, std::string& out) {
   const auto* src = reinterpret_cast<const utf8proc_uint8_t*>(in.data());
   const auto len = static_cast<utf8proc_ssize_t>(in.size());
   if (buffer.size() < in.size() + 8) buffer.resize(in.size() + 8);
-  utf8proc_ssize_t n =
-      utf8proc_decompose(src, len, buffer.data(), static_cast<utf8proc_ssize_t>(buffer.size()), opts);
+  utf8proc_ssize_t n = utf8proc_decompose(src, len, buffer.data(),
+                                          static_cast<utf8proc_ssize_t>(buffer.size()), opts);
   if (n > static_cast<utf8proc_ssize_t>(buffer.size())) {
     buffer.resize(static_cast<size_t>(n));
     n = utf8proc_decompose(src, len, buffer.data(), n, opts);

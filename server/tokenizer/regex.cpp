@@ -59,8 +59,10 @@ std::string translate_oniguruma(std::string_view pattern) {
       ++i;
       if (e == 's' || e == 'w') {
         const std::string_view set = e == 's' ? kSpace : kWord;
-        if (in_class) out.append(set);
-        else out.append("[").append(set).append("]");
+        if (in_class)
+          out.append(set);
+        else
+          out.append("[").append(set).append("]");
       } else if ((e == 'S' || e == 'W') && !in_class) {
         out.append("[^").append(e == 'S' ? kSpace : kWord).append("]");
       } else {
@@ -93,9 +95,8 @@ Expected<Regex> Regex::compile(std::string_view oniguruma_pattern) {
   const std::string pattern = translate_oniguruma(oniguruma_pattern);
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));

@@ -44,6 +44,8 @@ std::string StreamDecoder::push(int32_t id) {
   return drain(pending_, false);
 }
 
-std::string StreamDecoder::flush() { return drain(pending_, true); }
+std::string StreamDecoder::flush() {
+  return drain(pending_, true);
+}
 
 }  // namespace ringserve::tokenizer

@@ -25,7 +25,16 @@ class Tokenizer {
 
   virtual ~Tokenizer() = default;
 
-  // Special / added tokens in the text are matched whole when parse_special.
+  // Added tokens in the text (<｜User｜>, <think>, ...) are matched whole,
+  // longest first. With parse_special false, tokens marked "special" are
+  // encoded as plain text (so user text cannot forge control tokens), while
+  // non-special added tokens such as <think> still match, exactly like
+  // Hugging Face's encode_special_tokens. Never adds BOS/EOS by itself.
+  //
+  // Any bytes are accepted: each byte that is not part of valid UTF-8
+  // becomes its single-byte token and the valid runs around it are encoded
+  // normally, so decode(encode(x)) gives back x (NFC-normalized where the
+  // tokenizer asks for it).
   virtual std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const = 0;
 
   // Concatenated bytes of the tokens (may end in an incomplete UTF-8 sequence

@@ -21,8 +21,10 @@ Status check_depth(std::string_view text, std::string_view source) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -131,8 +133,8 @@ Status parse_model(const json& doc, TokenizerSpec& spec, std::string_view source
       const auto& s = m.get_ref<const std::string&>();
       const auto space = s.find(' ');
       if (space == std::string::npos || space == 0 || space + 1 == s.size()) {
-        return make_error(Errc::kCorruptData, "{}: merge {} \"{}\" is not \"left right\"", where,
-                          i, s);
+        return make_error(Errc::kCorruptData, "{}: merge {} \"{}\" is not \"left right\"", where, i,
+                          s);
       }
       spec.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -160,7 +162,8 @@ Status parse_added_tokens(const json& doc, TokenizerSpec& spec, std::string_view
     if (id == t.end()) return make_error(Errc::kCorruptData, "{}: missing \"id\"", where);
     a.id = RS_TRY(token_id(*id, where));
     const auto content = t.find("content");
-    if (content == t.end() || !content->is_string() || content->get_ref<const std::string&>().empty()) {
+    if (content == t.end() || !content->is_string() ||
+        content->get_ref<const std::string&>().empty()) {
       return make_error(Errc::kCorruptData, "{}: \"content\" must be a non-empty string", where);
     }
     a.content = content->get<std::string>();
@@ -181,10 +184,14 @@ Status parse_normalizer(const json& n, TokenizerSpec& spec, std::string_view whe
     return make_error(Errc::kCorruptData, "{}: normalizer without a \"type\"", where);
   }
   const auto type = n["type"].get<std::string>();
-  if (type == "NFC") spec.normalizers.push_back(NormalForm::kNFC);
-  else if (type == "NFD") spec.normalizers.push_back(NormalForm::kNFD);
-  else if (type == "NFKC") spec.normalizers.push_back(NormalForm::kNFKC);
-  else if (type == "NFKD") spec.normalizers.push_back(NormalForm::kNFKD);
+  if (type == "NFC")
+    spec.normalizers.push_back(NormalForm::kNFC);
+  else if (type == "NFD")
+    spec.normalizers.push_back(NormalForm::kNFD);
+  else if (type == "NFKC")
+    spec.normalizers.push_back(NormalForm::kNFKC);
+  else if (type == "NFKD")
+    spec.normalizers.push_back(NormalForm::kNFKD);
   else if (type == "Sequence") {
     const auto list = n.find("normalizers");
     if (list == n.end() || !list->is_array()) {

@@ -47,7 +47,7 @@ struct ByteLevelStep {
 using PreTokenizerStep = std::variant<SplitStep, ByteLevelStep>;
 
 struct TokenizerSpec {
-  std::vector<std::pair<std::string, int32_t>> vocab;        // byte-level spelling -> id
+  std::vector<std::pair<std::string, int32_t>> vocab;       // byte-level spelling -> id
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
   std::vector<AddedTokenSpec> added_tokens;
   std::vector<NormalForm> normalizers;  // applied in order

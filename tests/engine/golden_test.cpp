@@ -175,7 +175,9 @@ TEST_P(GoldenTest, AllCasesBatchedTogetherMatchAlone) {
     for (int s = 0; s < 12; ++s) single.push_back(alone->step()->tokens.at(0).token);
     alone->release(100 + i);
     EXPECT_EQ(out[i], single) << "case " << i;
-    if (GetParam().every_step) EXPECT_EQ(out[i], cases[i].greedy) << "case " << i;
+    if (GetParam().every_step) {
+      EXPECT_EQ(out[i], cases[i].greedy) << "case " << i;
+    }
   }
 }
 

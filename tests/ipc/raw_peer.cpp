@@ -1,5 +1,6 @@
 #include "raw_peer.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -26,6 +27,8 @@ Expected<RawPeer> RawPeer::connect(const std::string& path) {
   if (::connect(peer.fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return make_error(Errc::kUnavailable, "connect {}: {}", path, std::strerror(errno));
   }
+  // Non-blocking, so the fd-passing helpers' timeouts apply.
+  ::fcntl(peer.fd_.get(), F_SETFL, ::fcntl(peer.fd_.get(), F_GETFL) | O_NONBLOCK);
   return peer;
 }
 
@@ -35,6 +38,11 @@ Status RawPeer::send_bytes(std::span<const uint8_t> bytes) {
     ssize_t n = ::send(fd_.get(), bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        pollfd p{fd_.get(), POLLOUT, 0};
+        ::poll(&p, 1, 1000);
+        continue;
+      }
       return make_error(Errc::kIoError, "send: {}", std::strerror(errno));
     }
     done += static_cast<size_t>(n);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ringserve/protocol/codec.h"
+#include "ringserve/protocol/fd_passing.h"
 #include "ringserve/protocol/shm_segment.h"
 #include "ringserve/protocol/unique_fd.h"
 

@@ -122,7 +122,9 @@ TYPED_TEST(ServerLifecycleTest, InProcessShutdownFinishesShortRequestsAndCancels
   auto late = client->generate(this->ids_request(30, 5));
   if (late) {
     auto refused = late->next();
-    if (!refused) EXPECT_EQ(refused.error().code, Errc::kUnavailable);
+    if (!refused) {
+      EXPECT_EQ(refused.error().code, Errc::kUnavailable);
+    }
   }
   EXPECT_EQ(this->drain(*short_one, 11).reason, FinishReason::kLength);
   Done cancelled = this->drain(*long_one, 21);

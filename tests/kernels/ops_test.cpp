@@ -41,6 +41,16 @@ TEST(RmsNorm, MatchesReferenceWithAndWithoutRowIndex) {
                                              nullptr, nullptr));
     EXPECT_LT(ref::rel_l2(as_double(y.download()), ref::rmsnorm(x, w, rows, cols, 1e-6)), 5e-3);
 
+    // hi + lo halves carry the value to ~16 bits.
+    DeviceBuffer<uint16_t> hi(static_cast<size_t>(rows) * cols), lo(hi.size());
+    hi.poison();
+    lo.poison();
+    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get(), dw.get(), bf(hi), rows, cols, 1e-6f,
+                                             nullptr, nullptr, bf(lo)));
+    auto h = as_double(hi.download()), l = as_double(lo.download());
+    for (size_t i = 0; i < h.size(); ++i) h[i] += l[i];
+    EXPECT_LT(ref::rel_l2(h, ref::rmsnorm(x, w, rows, cols, 1e-6)), 3e-5);
+
     // Row selection: the last row only, as the prefill does before lm_head.
     DeviceBuffer<int32_t> idx(std::vector<int32_t>{rows - 1});
     DeviceBuffer<uint16_t> y1(cols);
@@ -76,23 +86,17 @@ struct RopeCase {
   int H, KVH, D;
 };
 
-void check_rope(const RopeCase& rc, bool bf16_input) {
+void check_rope(const RopeCase& rc, bool raw_input) {
   std::mt19937_64 rng(test_seed() ^ rc.D);
   const int ntok = 6, BT = 16, nblocks = 8;
   const int width = (rc.H + 2 * rc.KVH) * rc.D;
   auto raw = ref::random_f32(static_cast<size_t>(ntok) * width, rng, -2.0f, 2.0f);
   auto scale = ref::random_f32(width, rng, 0.5f, 1.5f);
   auto bias = ref::random_f32(width, rng, -0.3f, 0.3f);
-  std::vector<uint16_t> raw_bf(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) {
-    raw_bf[i] = ref::to_bf16(raw[i]);
-    raw[i] = ref::bf16(raw_bf[i]);
-  }
   std::vector<int32_t> pos = {0, 1, 7, 100, 2047, 4000};
   std::vector<int32_t> slots = {0, 5, 16, 33, 127, 64};
   const size_t cache_n = static_cast<size_t>(nblocks) * rc.KVH * BT * rc.D;
   DeviceBuffer<float> dq(raw), dscale(scale), dbias(bias);
-  DeviceBuffer<uint16_t> dq_bf(raw_bf);
   DeviceBuffer<int32_t> dpos(pos), dslots(slots);
   DeviceBuffer<uint16_t> qout(static_cast<size_t>(ntok) * rc.H * rc.D), kc(cache_n), vc(cache_n),
       kout(static_cast<size_t>(ntok) * rc.KVH * rc.D), vout(static_cast<size_t>(ntok) * rc.KVH * rc.D);
@@ -111,8 +115,8 @@ void check_rope(const RopeCase& rc, bool bf16_input) {
   a.v_cache = bf(vc);
   a.k_out = bf(kout);
   a.v_out = bf(vout);
-  if (bf16_input) {
-    ASSERT_TRUE(kernels::rope_kv_write(bf(dq_bf), width, dscale.get(), dbias.get(), a, nullptr));
+  if (raw_input) {
+    ASSERT_TRUE(kernels::rope_kv_write(dq.get(), width, dscale.get(), dbias.get(), a, nullptr));
   } else {
     // The decode path gets scale and bias already applied.
     std::vector<float> applied(raw.size());
@@ -150,7 +154,7 @@ void check_rope(const RopeCase& rc, bool bf16_input) {
 }
 
 TEST(RopeKv, Qwen7bHeadsF32Input) { check_rope({28, 4, 128}, false); }
-TEST(RopeKv, Qwen7bHeadsBf16InputWithScaleAndBias) { check_rope({28, 4, 128}, true); }
+TEST(RopeKv, Qwen7bHeadsRawInputWithScaleAndBias) { check_rope({28, 4, 128}, true); }
 TEST(RopeKv, TinyHeads) { check_rope({4, 2, 16}, true); }
 
 TEST(GemmCublas, NtMatchesReference) {
@@ -186,34 +190,41 @@ TEST(GemmCublas, NtMatchesReference) {
 TEST(Epilogue, ResidualAddAndSiluMul) {
   std::mt19937_64 rng(test_seed());
   const int T = 5, N = 96, I = 48;
-  auto c = ref::random_bf16(static_cast<size_t>(T) * N, rng, 20.0f);
+  auto c = ref::random_f32(static_cast<size_t>(T) * N, rng, -40.0f, 40.0f);
   auto scale = ref::random_f32(N, rng, 0.01f, 0.05f);
   auto bias = ref::random_f32(N, rng, -0.2f, 0.2f);
   auto resid = ref::random_f32(static_cast<size_t>(T) * N, rng, -3.0f, 3.0f);
-  DeviceBuffer<uint16_t> dc(c);
+  DeviceBuffer<float> dc(c);
   DeviceBuffer<float> ds(scale), db(bias), dr(resid);
-  ASSERT_TRUE(kernels::residual_add_scaled(bf(dc), N, ds.get(), db.get(), dr.get(), T, N, nullptr));
+  ASSERT_TRUE(kernels::residual_add_scaled(dc.get(), N, ds.get(), db.get(), dr.get(), T, N, nullptr));
   auto r = dr.download();
   std::vector<double> got(r.begin(), r.end()), want(r.size());
   for (int t = 0; t < T; ++t)
     for (int n = 0; n < N; ++n)
-      want[t * N + n] = resid[t * N + n] + double(ref::bf16(c[t * N + n])) * scale[n] + bias[n];
+      want[t * N + n] = resid[t * N + n] + double(c[t * N + n]) * scale[n] + bias[n];
   EXPECT_LT(ref::rel_l2(got, want), 1e-6);
 
   DeviceBuffer<uint16_t> out(static_cast<size_t>(T) * I);
   out.poison();
-  ASSERT_TRUE(kernels::silu_mul_scaled(bf(dc), N, ds.get(), nullptr, bf(out), T, I, nullptr));
+  ASSERT_TRUE(kernels::silu_mul_scaled(dc.get(), N, ds.get(), nullptr, bf(out), T, I, nullptr));
   auto o = as_double(out.download());
   std::vector<double> w2(o.size());
   for (int t = 0; t < T; ++t)
     for (int j = 0; j < I; ++j) {
       const int gr = kernels::packed_gate_row(j);
-      const double g = double(ref::bf16(c[t * N + gr])) * scale[gr];
-      const double u = double(ref::bf16(c[t * N + gr + 16])) * scale[gr + 16];
+      const double g = double(c[t * N + gr]) * scale[gr];
+      const double u = double(c[t * N + gr + 16]) * scale[gr + 16];
       w2[t * I + j] = g / (1 + std::exp(-g)) * u;
     }
   EXPECT_LT(ref::rel_l2(o, w2), 5e-3);
-  EXPECT_FALSE(kernels::silu_mul_scaled(bf(dc), N, ds.get(), nullptr, bf(out), T, 50, nullptr));
+  EXPECT_FALSE(kernels::silu_mul_scaled(dc.get(), N, ds.get(), nullptr, bf(out), T, 50, nullptr));
+
+  // add_second_half folds the lo-half logits into the hi half.
+  auto halves = ref::random_f32(2 * 1000, rng, -5.0f, 5.0f);
+  DeviceBuffer<float> dh(halves);
+  ASSERT_TRUE(kernels::add_second_half(dh.get(), 1000, nullptr));
+  auto h = dh.download();
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(h[i], halves[i] + halves[1000 + i]);
 }
 
 TEST(Quantize, Int8ToBf16IsExact) {

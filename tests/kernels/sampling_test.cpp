@@ -7,6 +7,7 @@
 #include <set>
 
 #include "device_buffer.h"
+#include "engine/sampler.h"
 #include "reference.h"
 #include "sampling.h"
 #include "support/test_support.h"
@@ -161,6 +162,45 @@ TEST(Sampling, RejectsBadShapes) {
   EXPECT_FALSE(kernels::sample_tokens(nullptr, 10, 1, 10, nullptr, nullptr, nullptr, nullptr));
   DeviceBuffer<float> l(10);
   EXPECT_FALSE(kernels::sample_tokens(l.get(), 5, 1, 10, nullptr, nullptr, nullptr, nullptr));
+}
+
+}  // namespace
+}  // namespace ringserve::testing
+
+namespace ringserve::testing {
+namespace {
+
+// Same logits, same (seed, step): the GPU sampler draws the CPU reference
+// sampler's token (engine/sampler.h). Ties in probability rounding can differ
+// in principle; on random logits none should.
+TEST(Sampling, DrawsTheCpuSamplersTokens) {
+  const int V = 3000, B = 96;
+  std::mt19937_64 rng(test_seed());
+  std::vector<float> logits = ref::random_f32(static_cast<size_t>(B) * V, rng, -4.0f, 4.0f);
+  std::vector<SamplingSlot> slots(B);
+  std::vector<engine::SamplingParams> params(B);
+  for (int b = 0; b < B; ++b) {
+    auto& p = params[b];
+    p.temperature = (b % 3 == 0) ? 0.7f : 1.2f;
+    p.top_k = (b % 4 == 1) ? 40 : 0;
+    p.top_p = (b % 4 >= 2) ? 0.85f : 1.0f;
+    p.seed = 1000 + b;
+    p.top_logprobs = b % 5;
+    slots[b] = {p.temperature, p.top_p, p.top_k, p.top_logprobs, p.seed,
+                static_cast<uint64_t>(b % 7)};
+  }
+  auto r = sample(logits, B, V, slots);
+  engine::Sampler cpu;
+  int same = 0;
+  for (int b = 0; b < B; ++b) {
+    auto want = cpu.sample(std::span<const float>(logits.data() + static_cast<size_t>(b) * V, V),
+                           params[b], b % 7);
+    same += want.token == r[b].token;
+    EXPECT_NEAR(r[b].logprob, want.logprob, 1e-4) << b;
+    ASSERT_EQ(want.top.size(), static_cast<size_t>(params[b].top_logprobs));
+    for (size_t k = 0; k < want.top.size(); ++k) EXPECT_EQ(r[b].top_ids[k], want.top[k].token);
+  }
+  EXPECT_GE(same, B - 1) << same << " of " << B;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "model/layout.h"
@@ -89,8 +90,10 @@ TEST(Quantize, ErrorBoundHoldsForRandomRows) {
       EXPECT_FLOAT_EQ(q.scale[r], max_abs / 127.0f);
       for (int c = 0; c < cols; ++c) {
         float w = load_float(type, src, static_cast<size_t>(r) * cols + c);
-        ASSERT_LE(std::fabs(w - deq[c]), q.scale[r] / 2 * (1 + 1e-6f))
-            << "seed " << seed << " row " << r;
+        // Exact arithmetic gives <= s/2; the float product q * s and the
+        // subtraction each add up to half an ulp of |w| <= max_abs.
+        const float slack = 2 * std::numeric_limits<float>::epsilon() * max_abs;
+        ASSERT_LE(std::fabs(w - deq[c]), q.scale[r] / 2 + slack) << "seed " << seed << " row " << r;
         ASSERT_GE(q.q[static_cast<size_t>(r) * cols + c], -127);
       }
     }
@@ -129,15 +132,16 @@ TEST(Quantize, ThreadCountDoesNotChangeTheResult) {
   EXPECT_EQ(s1, s8);
 }
 
-// The int8exact fixture's linear weights are exact multiples of
-// max|row| / 127: quantizing must lose nothing.
+// The int8exact fixture's decoder-layer linear weights are exact multiples
+// of max|row| / 127: quantizing must lose nothing. (Its lm_head is not
+// int8-exact: no row of it is, so it is left out here.)
 TEST(Quantize, LosslessOnInt8ExactFixture) {
   auto source = TensorSource::open_dir(testing::fixture_path("models/tiny-qwen2-int8exact"));
   ASSERT_TRUE(source) << source.error().to_string();
   int checked = 0;
   for (const auto& v : source->tensors()) {
     std::string name(v.name);
-    if (v.shape.size() != 2 || name == kEmbedName) continue;
+    if (v.shape.size() != 2 || name == kEmbedName || name == kLmHeadName) continue;
     auto q = quantize_linear(v, 2);
     ASSERT_TRUE(q) << q.error().to_string();
     for (int r = 0; r < q->rows; ++r) {
@@ -149,7 +153,7 @@ TEST(Quantize, LosslessOnInt8ExactFixture) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 2 * 7 + 1);  // 7 linears per layer + lm_head
+  EXPECT_EQ(checked, 2 * 7);  // 7 linears per layer
 }
 
 }  // namespace

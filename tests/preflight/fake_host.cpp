@@ -35,14 +35,17 @@ fs::path FakeHost::add_device(const std::string& bdf, const std::string& parent_
   fs::path dir = parent / bdf;
   fs::create_directories(dir);
   std::ofstream(dir / "config", std::ios::binary)
-      .write(reinterpret_cast<const char*>(config.data()), static_cast<std::streamsize>(config.size()));
+      .write(reinterpret_cast<const char*>(config.data()),
+             static_cast<std::streamsize>(config.size()));
   fs::create_symlink(fs::relative(dir, sys() / "bus" / "pci" / "devices"),
                      sys() / "bus" / "pci" / "devices" / bdf);
   devices_[bdf] = dir;
   return dir;
 }
 
-fs::path FakeHost::device_dir(const std::string& bdf) const { return devices_.at(bdf); }
+fs::path FakeHost::device_dir(const std::string& bdf) const {
+  return devices_.at(bdf);
+}
 
 void FakeHost::add_gpu_attributes(const std::string& bdf, const std::vector<int>& irqs,
                                   bool irq_dirs) {

@@ -85,8 +85,7 @@ TEST(PreflightFixtures, EveryFixtureHasExpectations) {
   for (const auto& e : fs::directory_iterator(fixture_path("lspci"))) {
     if (e.path().extension() != ".txt") continue;
     ++fixtures;
-    auto json = fs::path(RINGSERVE_PREFLIGHT_EXPECTED_DIR) /
-                (e.path().stem().string() + ".json");
+    auto json = fs::path(RINGSERVE_PREFLIGHT_EXPECTED_DIR) / (e.path().stem().string() + ".json");
     EXPECT_TRUE(fs::exists(json)) << json << " missing: run tests/preflight/make_expected.py";
   }
   EXPECT_GE(fixtures, 11u);
@@ -146,8 +145,8 @@ TEST(PreflightFixtures, DecodedValuesEqualLspci) {
 // The gk106 dump lost its 0x80 row in the mail: lspci prints MPS 16384 and
 // "Speed unknown" from the 0xFF fill; we leave those fields empty and say why.
 TEST(PreflightFixtures, MissingRowIsReportedNotDecodedAsFF) {
-  auto dump = parse_lspci_dump(read_file(fixture_path(
-      "lspci/gk106-gtx645oem-rk3399-asm1184e-hexdump-9.txt")));
+  auto dump = parse_lspci_dump(
+      read_file(fixture_path("lspci/gk106-gtx645oem-rk3399-asm1184e-hexdump-9.txt")));
   ASSERT_TRUE(dump);
   const DumpDevice* gpu = nullptr;
   for (const auto& d : dump->devices) {
@@ -205,6 +204,8 @@ TEST(PreflightRules, H200GuestIsVirtualizedAndApplyIsRefused) {
   EXPECT_EQ(d.gpu.link.width, 16);
   EXPECT_EQ(d.gpu.mps, 256);
   EXPECT_EQ(d.gpu.mrrs, 4096);
+  EXPECT_EQ(d.gpu.link.equalization_complete, true);
+  EXPECT_EQ(d.gpu.link.supported_speeds_gts, (std::vector<double>{2.5, 5, 8, 16, 32}));
   ASSERT_NE(find(d, "pcie.link"), nullptr);
   EXPECT_EQ(find(d, "pcie.link")->severity, Severity::kOk);
   EXPECT_EQ(find(d, "pcie.aspm")->severity, Severity::kOk);
@@ -264,15 +265,17 @@ TEST(PreflightRules, DowngradedAtIdleIsInfoWithoutLoad) {
   out.clear();
   link_rules(loaded, RuleOptions{}, out);
   for (const auto& f : out) {
-    if (f.id == "pcie.link") EXPECT_EQ(f.severity, Severity::kInfo);
+    if (f.id == "pcie.link") {
+      EXPECT_EQ(f.severity, Severity::kInfo);
+    }
   }
 }
 
 TEST(PreflightRules, MpsMismatchAlongPathFails) {
   // Synthesised from the gp108m dump: the root port's MPS is lowered to 128
   // while the GPU keeps 256.
-  auto dump = parse_lspci_dump(
-      read_file(fixture_path("lspci/gp108m-mx150-lenovo-laptop-hexdump-1.txt")));
+  auto dump =
+      parse_lspci_dump(read_file(fixture_path("lspci/gp108m-mx150-lenovo-laptop-hexdump-1.txt")));
   ASSERT_TRUE(dump);
   for (auto& d : dump->devices) {
     if (d.bdf != "0000:00:1c.0") continue;
@@ -321,8 +324,7 @@ TEST(PreflightRules, WidthDowngradeOnLaptop) {
 }
 
 TEST(PreflightRules, UnreachableGpuIsReported) {
-  auto report =
-      run_report(dump_options("gp107m-gtx1050-mobile-d3cold-rootport-hexdump-7.txt"));
+  auto report = run_report(dump_options("gp107m-gtx1050-mobile-d3cold-rootport-hexdump-7.txt"));
   ASSERT_TRUE(report) << report.error().to_string();
   bool unreachable = false;
   for (const auto& f : report->findings) {

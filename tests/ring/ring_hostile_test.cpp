@@ -45,7 +45,7 @@ TEST_F(RingHostile, MisalignedHeadIsAViolation) {
   expect_violation(reader.try_read(out));
 }
 
-TEST_F(RingHostile, HeadMovingBackwardsIsAViolation) {
+TEST_F(RingHostile, HeadBehindTheTailIsAViolation) {
   auto writer = ring.writer();
   auto reader = ring.reader();
   ASSERT_TRUE(*writer.try_write(std::vector<uint8_t>(8, 1)));

@@ -32,8 +32,8 @@ const tokenizer::BpeModel& fixture_model() {
 TEST(Bpe, ScanAndHeapMergeAgree) {
   const auto& model = fixture_model();
   std::mt19937_64 rng(test_seed());
-  const std::vector<std::string> alphabet = {"a", "b", "e", "n", "t", " ", "th", "in", "的", "é",
-                                             "😀", "\n", "1", "ing", "er"};
+  const std::vector<std::string> alphabet = {"a",  "b", "e", "n",  "t", " ",   "th", "in",
+                                             "的", "é", "😀", "\n", "1", "ing", "er"};
   for (int round = 0; round < 2000; ++round) {
     std::string word;
     const size_t parts = 1 + rng() % 60;
@@ -60,10 +60,16 @@ TEST(Bpe, MergesLowestRankFirst) {
 TEST(Encoder, InvalidUtf8BecomesByteTokensAndRoundTrips) {
   const auto tok = fixture_tokenizer();
   ASSERT_TRUE(tok);
-  const std::vector<std::string> inputs = {
-      "\xff",  "abc\xff\xfe def", "\xc3", "caf\xc3", "\xe4\xb8", "\xed\xa0\x80 surrogate",
-      "\xf4\x90\x80\x80 above U+10FFFF", "\xc0\xaf overlong", "ok \xe4\xb8\xad\xe6 cut",
-      std::string("nul\0byte", 8)};
+  const std::vector<std::string> inputs = {"\xff",
+                                           "abc\xff\xfe def",
+                                           "\xc3",
+                                           "caf\xc3",
+                                           "\xe4\xb8",
+                                           "\xed\xa0\x80 surrogate",
+                                           "\xf4\x90\x80\x80 above U+10FFFF",
+                                           "\xc0\xaf overlong",
+                                           "ok \xe4\xb8\xad\xe6 cut",
+                                           std::string("nul\0byte", 8)};
   for (const auto& in : inputs) {
     const auto ids = tok->encode(in);
     EXPECT_EQ(tok->decode(ids), in);
@@ -77,7 +83,9 @@ TEST(Encoder, NfcNormalizesValidRunsOnly) {
   const auto tok = fixture_tokenizer();
   ASSERT_TRUE(tok);
   // e + combining acute -> é; the invalid byte in between stays as is.
-  EXPECT_EQ(tok->decode(tok->encode("e\xcc\x81\xff" "e\xcc\x81")), "\xc3\xa9\xff\xc3\xa9");
+  EXPECT_EQ(tok->decode(tok->encode("e\xcc\x81\xff"
+                                    "e\xcc\x81")),
+            "\xc3\xa9\xff\xc3\xa9");
   // Already-composed text is untouched; singletons like U+2000 map to U+2002.
   EXPECT_EQ(tok->decode(tok->encode("\xe2\x80\x80")), "\xe2\x80\x82");
 }
@@ -85,13 +93,12 @@ TEST(Encoder, NfcNormalizesValidRunsOnly) {
 TEST(Encoder, HugePiecesStayCorrect) {
   const auto tok = fixture_tokenizer();
   ASSERT_TRUE(tok);
-  for (const std::string& s :
-       {std::string(200000, 'a'), std::string(200000, ' '), std::string(100000, '\n'),
-        std::string(50000, '!') + "x", [] {
-          std::string mixed;
-          for (int i = 0; i < 30000; ++i) mixed += i % 7 ? " " : "\r\n";
-          return mixed;
-        }()}) {
+  for (const std::string& s : {std::string(200000, 'a'), std::string(200000, ' '),
+                               std::string(100000, '\n'), std::string(50000, '!') + "x", [] {
+                                 std::string mixed;
+                                 for (int i = 0; i < 30000; ++i) mixed += i % 7 ? " " : "\r\n";
+                                 return mixed;
+                               }()}) {
     const auto ids = tok->encode(s);
     ASSERT_FALSE(ids.empty());
     EXPECT_LT(ids.size(), s.size());
@@ -117,8 +124,9 @@ TEST(Encoder, RandomBytesNeverCrashAndAreStable) {
 TEST(Encoder, ConcurrentEncodingMatchesSerial) {
   const auto tok = fixture_tokenizer();
   ASSERT_TRUE(tok);
-  const std::vector<std::string> texts = {"The quick brown fox", "按很多人的直觉", "def f(x):\n  return x",
-                                          "🥌🪑 한국어", "  spaces   and\ttabs\n\n"};
+  const std::vector<std::string> texts = {"The quick brown fox", "按很多人的直觉",
+                                          "def f(x):\n  return x", "🥌🪑 한국어",
+                                          "  spaces   and\ttabs\n\n"};
   std::vector<std::vector<int32_t>> expected;
   for (const auto& t : texts) expected.push_back(tok->encode(t));
   std::vector<std::thread> threads;

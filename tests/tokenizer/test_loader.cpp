@@ -16,7 +16,9 @@ namespace {
 using nlohmann::json;
 using tokenizer::Tokenizer;
 
-json base() { return tiny_tokenizer_json({{"h", "e"}, {"l", "l"}, {"he", "ll"}}); }
+json base() {
+  return tiny_tokenizer_json({{"h", "e"}, {"l", "l"}, {"he", "ll"}});
+}
 
 // Expects loading to fail with `code` and a message containing `needle`.
 void expect_error(const std::string& text, Errc code, const std::string& needle) {
@@ -76,13 +78,14 @@ TEST(TokenizerLoader, MissingOrWrongFields) {
   j["added_tokens"] = json::array({{{"id", 400}, {"content", "<x>"}, {"special", "yes"}}});
   expect_error(j.dump(), Errc::kCorruptData, "special");
   j = base();
-  j["added_tokens"] = json::array({{{"id", 400}, {"content", "<x>"}}, {{"id", 400}, {"content", "<y>"}}});
+  j["added_tokens"] =
+      json::array({{{"id", 400}, {"content", "<x>"}}, {{"id", 400}, {"content", "<y>"}}});
   expect_error(j.dump(), Errc::kCorruptData, "appears twice");
 }
 
 TEST(TokenizerLoader, BadIds) {
   for (const json& bad : {json(-1), json(int64_t{1} << 40), json(uint64_t{1} << 63), json("7"),
-                         json(1.5), json(nullptr)}) {
+                          json(1.5), json(nullptr)}) {
     json j = base();
     j["model"]["vocab"]["hello"] = bad;
     expect_error(j.dump(), Errc::kCorruptData, "id");
@@ -130,8 +133,8 @@ TEST(TokenizerLoader, UnsupportedComponents) {
   j["model"]["dropout"] = 0.1;
   expect_error(j.dump(), Errc::kUnsupported, "dropout");
   j = base();
-  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}},
-                        {"behavior", "Isolated"}};
+  j["pre_tokenizer"] = {
+      {"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
   expect_error(j.dump(), Errc::kCorruptData, "regex");
   j = base();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "a"}}}, {"behavior", "Sideways"}};

@@ -17,8 +17,9 @@ constexpr int32_t kEos = 151643;
 constexpr int32_t kThink = 151648;
 constexpr int32_t kEndThink = 151649;
 
-std::shared_ptr<const Tokenizer> tiny(const std::vector<TinyAdded>& added,
-                                      std::vector<std::pair<std::string, std::string>> merges = {}) {
+std::shared_ptr<const Tokenizer> tiny(
+    const std::vector<TinyAdded>& added,
+    std::vector<std::pair<std::string, std::string>> merges = {}) {
   auto t = Tokenizer::from_json(tiny_tokenizer_json(merges, added).dump(), "tiny");
   EXPECT_TRUE(t) << t.error().to_string();
   return t ? *t : nullptr;

@@ -31,7 +31,8 @@ int32_t byte_id(const tokenizer::Tokenizer& tok, uint8_t b) {
 TEST(StreamDecoder, CjkAndEmojiSplitAcrossTokens) {
   const auto tok = fixture_tokenizer();
   ASSERT_TRUE(tok);
-  const std::string text = "按很多人的直觉 🥌🪑👍🏽 한국어 🫖 эмодзи 🤌 end";
+  const std::string text =
+      "按很多人的直觉 🥌🪑👍🏽 한국어 🫖 эмодзи 🤌 end";
   const auto ids = tok->encode(text);
   // The test is only meaningful if some token ends inside a code point.
   bool some_partial = false;
@@ -68,9 +69,11 @@ TEST(StreamDecoder, InvalidBytesBecomeReplacementCharacters) {
   StreamDecoder stream(tok);
   EXPECT_EQ(stream.push(byte_id(*tok, 0xFF)), "\xEF\xBF\xBD");  // can never start a sequence
   EXPECT_EQ(stream.push(byte_id(*tok, 'a')), "a");
-  EXPECT_EQ(stream.push(byte_id(*tok, 0xE4)), "");     // a 3-byte lead...
-  EXPECT_EQ(stream.push(byte_id(*tok, 0xB8)), "");     // ...and one continuation
-  EXPECT_EQ(stream.push(byte_id(*tok, 'b')), "\xEF\xBF\xBD" "b");  // cut short: one U+FFFD
+  EXPECT_EQ(stream.push(byte_id(*tok, 0xE4)), "");  // a 3-byte lead...
+  EXPECT_EQ(stream.push(byte_id(*tok, 0xB8)), "");  // ...and one continuation
+  EXPECT_EQ(stream.push(byte_id(*tok, 'b')),
+            "\xEF\xBF\xBD"
+            "b");  // cut short: one U+FFFD
   EXPECT_EQ(stream.push(byte_id(*tok, 0xE4)), "");
   EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");  // left over at the end
   EXPECT_EQ(stream.flush(), "");

@@ -14,7 +14,7 @@
 namespace ringserve::testing {
 namespace {
 
-struct Run {
+struct CliResult {
   int exit_code = -1;
   std::string out;  // stdout and stderr together
 };
@@ -25,9 +25,9 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-Run run(const std::string& args) {
+CliResult run(const std::string& args) {
   const std::string cmd = quote(binary_path("ringserve").string()) + " tokenize " + args + " 2>&1";
-  Run r;
+  CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf{};
@@ -50,13 +50,13 @@ class TokenizeCli : public ::testing::Test {
 };
 
 TEST_F(TokenizeCli, PrintsIds) {
-  const Run r = run("--tokenizer " + tokenizer_ + " --text 'Hello, world!'");
+  const CliResult r = run("--tokenizer " + tokenizer_ + " --text 'Hello, world!'");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("9707,11,1879,0\n"), std::string::npos) << r.out;
 }
 
 TEST_F(TokenizeCli, PrintsJson) {
-  const Run r = run("--tokenizer " + tokenizer_ + " --text 'Hello, world!' --json");
+  const CliResult r = run("--tokenizer " + tokenizer_ + " --text 'Hello, world!' --json");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("{\"ids\":[9707,11,1879,0]}"), std::string::npos) << r.out;
 }
@@ -64,19 +64,21 @@ TEST_F(TokenizeCli, PrintsJson) {
 TEST_F(TokenizeCli, ReadsAFileAndMatchesSpecialTokens) {
   TempDir dir;
   std::ofstream(dir.path() / "in.txt") << "<｜User｜>Hello";
-  const Run r = run("--tokenizer " + tokenizer_ + " --file " + quote((dir.path() / "in.txt").string()));
+  const CliResult r =
+      run("--tokenizer " + tokenizer_ + " --file " + quote((dir.path() / "in.txt").string()));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("151644,9707\n"), std::string::npos) << r.out;
 }
 
 TEST_F(TokenizeCli, DecodesIds) {
-  const Run r = run("--tokenizer " + tokenizer_ + " --decode --text '[9707, 11, 1879, 0]' --json");
+  const CliResult r =
+      run("--tokenizer " + tokenizer_ + " --decode --text '[9707, 11, 1879, 0]' --json");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("{\"text\":\"Hello, world!\"}"), std::string::npos) << r.out;
 }
 
 TEST_F(TokenizeCli, Errors) {
-  Run r = run("--tokenizer /nonexistent/tokenizer.json --text hi");
+  CliResult r = run("--tokenizer /nonexistent/tokenizer.json --text hi");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("not_found"), std::string::npos) << r.out;
   r = run("--tokenizer " + tokenizer_ + " --decode --text '1,x,3'");

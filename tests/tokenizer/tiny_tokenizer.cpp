@@ -16,14 +16,20 @@ nlohmann::json tiny_tokenizer_json(const std::vector<std::pair<std::string, std:
   nlohmann::json merge_list = nlohmann::json::array();
   for (const auto& [l, r] : merges) {
     if (!vocab.contains(l + r)) vocab[l + r] = next++;
-    if (array_merges) merge_list.push_back({l, r});
-    else merge_list.push_back(l + " " + r);
+    if (array_merges)
+      merge_list.push_back({l, r});
+    else
+      merge_list.push_back(l + " " + r);
   }
   nlohmann::json added_list = nlohmann::json::array();
   for (const auto& a : added) {
-    added_list.push_back({{"id", a.id}, {"content", a.content}, {"special", a.special},
-                          {"lstrip", a.lstrip}, {"rstrip", a.rstrip},
-                          {"single_word", a.single_word}, {"normalized", false}});
+    added_list.push_back({{"id", a.id},
+                          {"content", a.content},
+                          {"special", a.special},
+                          {"lstrip", a.lstrip},
+                          {"rstrip", a.rstrip},
+                          {"single_word", a.single_word},
+                          {"normalized", false}});
   }
   return {
       {"version", "1.0"},
@@ -39,7 +45,10 @@ nlohmann::json tiny_tokenizer_json(const std::vector<std::pair<std::string, std:
           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
       {"decoder", {{"type", "ByteLevel"}}},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"vocab", vocab},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"vocab", vocab},
         {"merges", merge_list}}},
   };
 }

@@ -16,7 +16,7 @@ Ceilings measure_ceilings() {
   uint32_t* sink = nullptr;
   check(cudaMalloc(&src, bytes), "malloc");
   check(cudaMalloc(&dst, bytes), "malloc");
-  check(cudaMalloc(&sink, 4), "malloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&sink), 4), "malloc");
   check(cudaMemset(src, 0x5a, bytes), "memset");  // not zeros: see METHOD.md
   Ceilings c;
   const double memcpy_ms =

@@ -112,8 +112,9 @@ void gemv_bench(const Ceilings& c, bool quick) {
 }
 
 void attention_bench(const Ceilings& c) {
-  const int H = 28, KVH = 4, D = 128, BT = 16, ctx = 768, split = 64;
+  const int H = 28, KVH = 4, D = 128, BT = 16, ctx = 768;
   std::printf("\n== decode attention (paged, bf16 KV, context %d)\n", ctx);
+  for (int split : {16, 64})
   for (int B : {1, 4}) {
     const int max_blocks = ctx / BT + 1, nblocks = B * max_blocks;
     const size_t cache = static_cast<size_t>(nblocks) * KVH * BT * D;
@@ -152,8 +153,8 @@ void attention_bench(const Ceilings& c) {
     a.out = static_cast<__nv_bfloat16*>(out);
     const double ms = median_ms([&] { if (!kernels::attention_decode(a, nullptr)) std::exit(1); }, 50);
     const double bytes = 2.0 * B * ctx * KVH * D * 2;
-    std::printf("  batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of read)\n",
-                B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
+    std::printf("  split %2d batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of read)\n",
+                split, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
     for (void* p : {k, v, q, dt, dl, po, pml, out}) cudaFree(p);
   }
 }

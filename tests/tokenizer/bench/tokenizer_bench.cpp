@@ -79,19 +79,24 @@ Rate encode_rate(const Tokenizer& tok, const std::vector<std::string>& docs, dou
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string tokenizer_path = RINGSERVE_FIXTURES_DIR "/tokenizer/deepseek-r1-distill-qwen.tokenizer.json.gz";
+  std::string tokenizer_path =
+      RINGSERVE_FIXTURES_DIR "/tokenizer/deepseek-r1-distill-qwen.tokenizer.json.gz";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double seconds = 3.0;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--tokenizer" && i + 1 < argc) tokenizer_path = argv[++i];
-    else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
+    if (a == "--tokenizer" && i + 1 < argc)
+      tokenizer_path = argv[++i];
+    else if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (a == "--seconds" && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
     else if (a == "-h" || a == "--help") {
       std::puts("tokenizer_bench [--tokenizer FILE] [--threads N] [--seconds S] [TEXT_FILE...]");
       return 0;
-    } else files.push_back(a);
+    } else
+      files.push_back(a);
   }
 
   auto t0 = Clock::now();
@@ -168,6 +173,7 @@ int main(int argc, char** argv) {
   do {
     for (const auto& ids : encoded) out_bytes += tok->decode(ids).size();
   } while (seconds_since(t0) < 1.0);
-  std::printf("decode, 1 thread: %.2f MB/s\n", static_cast<double>(out_bytes) / seconds_since(t0) / 1e6);
+  std::printf("decode, 1 thread: %.2f MB/s\n",
+              static_cast<double>(out_bytes) / seconds_since(t0) / 1e6);
   return 0;
 }

@@ -1,0 +1,20 @@
+// Picks each decode GEMV's launch shape (tiles per block, warps splitting K)
+// by timing the candidates on the model's own weights at start-up: the best
+// shape depends on the matrix and the GPU, and a few milliseconds of
+// measurement beat a table of guesses.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "cuda/device_model.h"
+#include "cuda/workspace.h"
+#include "ringserve/common/expected.h"
+
+namespace ringserve::cuda {
+
+// Returns a one-line summary of the chosen shapes for the log.
+Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream);
+
+}  // namespace ringserve::cuda
