@@ -36,16 +36,16 @@ if ((tests)); then
   "$bin/cuda_engine_test" 2>&1 | tee "$out/cuda_engine_test.log" | grep -E "^\[  (FAILED|PASSED) |OK \]|FAILED|Failure|error|Expected|Which is|actual" | tail -60
   rc=$((rc | PIPESTATUS[0]))
 fi
-if ((memcheck)); then
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kernels_gpu_test" \
-    --gtest_filter='-Gemv.LmHeadShape' > "$out/memcheck_kernels.log" 2>&1
-  echo "memcheck kernels_gpu_test: rc=$?  $(grep -E 'ERROR SUMMARY' "$out/memcheck_kernels.log" | tail -1)"
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/cuda_engine_test" \
-    --gtest_filter='CudaGolden*:CudaEngineApi*' > "$out/memcheck_engine.log" 2>&1
-  echo "memcheck cuda_engine_test: rc=$?  $(grep -E 'ERROR SUMMARY' "$out/memcheck_engine.log" | tail -1)"
-fi
 if ((bench)); then
   "$bin/cuda_bench" $quick 2>&1 | tee "$out/cuda_bench.log"
   rc=$((rc | PIPESTATUS[0]))
+fi
+if ((memcheck)); then
+  timeout 170 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kernels_gpu_test" \
+    --gtest_filter='-Gemv.LmHeadShape' > "$out/memcheck_kernels.log" 2>&1
+  echo "memcheck kernels_gpu_test: rc=$?  $(grep -E 'ERROR SUMMARY' "$out/memcheck_kernels.log" | tail -1)"
+  timeout 170 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/cuda_engine_test" \
+    --gtest_filter='CudaGolden*:CudaEngineApi*' > "$out/memcheck_engine.log" 2>&1
+  echo "memcheck cuda_engine_test: rc=$?  $(grep -E 'ERROR SUMMARY' "$out/memcheck_engine.log" | tail -1)"
 fi
 exit $rc

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "io/aligned_buffer.h"
@@ -25,6 +26,12 @@ uint64_t align_down(uint64_t v) {
 }
 uint64_t align_up(uint64_t v) {
   return align_down(v + kDirectAlignment - 1);
+}
+
+int pread_threads(const ReaderOptions& o) {
+  if (o.pread_threads > 0) return std::min(o.pread_threads, 16);
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores / 2, 2, 8);
 }
 
 Status check_slots(std::span<const std::span<std::byte>> slots) {
@@ -103,7 +110,12 @@ Expected<FileReader> FileReader::open(const std::filesystem::path& path,
     }
   }
 
-  if (options.backend != Backend::kPread) {
+  // io_uring's gain is many device reads in flight without threads; a read
+  // from the page cache is a memcpy, which only more threads make faster.
+  // So auto takes io_uring for O_DIRECT and pread threads for the cache.
+  const bool try_uring = options.backend == Backend::kIoUring ||
+                         (options.backend == Backend::kAuto && s->file.direct);
+  if (try_uring) {
     auto uring = make_uring_backend(kUringDepth);
     if (uring) {
       s->backend = std::move(*uring);
@@ -112,10 +124,10 @@ Expected<FileReader> FileReader::open(const std::filesystem::path& path,
       return with_context(uring.error(), path.string());
     } else {
       logger->info("{}: io_uring unavailable ({}); reading with {} pread thread(s)", path.string(),
-                   uring.error().message, options.pread_threads);
+                   uring.error().message, pread_threads(options));
     }
   }
-  if (!s->backend) s->backend = make_pread_backend(options.pread_threads);
+  if (!s->backend) s->backend = make_pread_backend(pread_threads(options));
 
   FileReader reader;
   reader.s_ = std::move(s);

@@ -19,7 +19,6 @@ struct ReadRequest {
   uint64_t offset = 0;
   size_t length = 0;
   std::byte* dest = nullptr;
-  bool page_cache = false;  // a buffered read: its cost is a memcpy from the cache
 };
 
 struct ReadCompletion {

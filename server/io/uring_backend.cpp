@@ -91,10 +91,6 @@ class UringBackend final : public ReadBackend {
     io_uring_prep_read(sqe, r.fd, r.dest + p.done, static_cast<unsigned>(r.length - p.done),
                        r.offset + p.done);
     io_uring_sqe_set_data64(sqe, tag);
-    // A cached buffered read is otherwise copied inline by io_uring_submit,
-    // on this one thread; punting it to the kernel's workers copies the
-    // reads in flight in parallel, as the pread threads do.
-    if (r.page_cache) sqe->flags |= IOSQE_ASYNC;
     ++unsubmitted_;
     return ok();
   }
