@@ -59,16 +59,16 @@ Status attention_prefill(const PrefillAttentionArgs& a, cublasHandle_t cublas,
       const int nh = std::min(hpp, H - h0);
       void** p = a.pointers + static_cast<size_t>(s) * 6 * H + h0;
       // Row-major S[T][T] = Q[T][D] K[T][D]^T is column-major S^T = K Q^T.
-      CUBLAS_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, &scale,
-                                       p + 1 * H, CUDA_R_16BF, KVH * D, p + 0 * H, CUDA_R_16BF,
-                                       H * D, &zero, p + 2 * H, CUDA_R_32F, T, nh,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      CUBLAS_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, &scale, p + 1 * H,
+                                       CUDA_R_16BF, KVH * D, p + 0 * H, CUDA_R_16BF, H * D, &zero,
+                                       p + 2 * H, CUDA_R_32F, T, nh, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
       CUDA_CHECK(detail::causal_softmax_launch(a.scores, a.probs, T, nh * T, stream));
       // Row-major O[T][D] = P[T][T] V[T][D] is column-major O^T = V^T P^T.
-      CUBLAS_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, &one,
-                                       p + 4 * H, CUDA_R_16BF, KVH * D, p + 3 * H, CUDA_R_16BF, T,
-                                       &zero, p + 5 * H, CUDA_R_16BF, H * D, nh,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      CUBLAS_CHECK(cublasGemmBatchedEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, &one, p + 4 * H,
+                                       CUDA_R_16BF, KVH * D, p + 3 * H, CUDA_R_16BF, T, &zero,
+                                       p + 5 * H, CUDA_R_16BF, H * D, nh, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
     }
   }
   return ok();

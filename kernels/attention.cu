@@ -19,8 +19,8 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
   const float softmax_scale = rsqrtf(static_cast<float>(D));
 
   extern __shared__ float smem[];
-  float* q = smem;                              // [G][D]
-  float* p = smem + kAttentionMaxGroup * D;     // [G][split_tokens]
+  float* q = smem;                           // [G][D]
+  float* p = smem + kAttentionMaxGroup * D;  // [G][split_tokens]
   __shared__ float ml[kAttentionMaxGroup][2];
 
   for (int i = threadIdx.x; i < G * D; i += kDecodeThreads)
@@ -190,11 +190,14 @@ __global__ void prefill_pointers_kernel(PointerJob j, void** ptrs) {
   if (qh >= j.H) return;
   const int kvh = qh / j.G;
   const size_t tt = static_cast<size_t>(j.len) * j.len;
-  ptrs[0 * j.H + qh] = const_cast<__nv_bfloat16*>(j.q) + static_cast<size_t>(j.start) * j.H * j.D + qh * j.D;
-  ptrs[1 * j.H + qh] = const_cast<__nv_bfloat16*>(j.k) + static_cast<size_t>(j.start) * j.KVH * j.D + kvh * j.D;
+  ptrs[0 * j.H + qh] =
+      const_cast<__nv_bfloat16*>(j.q) + static_cast<size_t>(j.start) * j.H * j.D + qh * j.D;
+  ptrs[1 * j.H + qh] =
+      const_cast<__nv_bfloat16*>(j.k) + static_cast<size_t>(j.start) * j.KVH * j.D + kvh * j.D;
   ptrs[2 * j.H + qh] = j.scores + (qh % j.heads_per_pass) * tt;
   ptrs[3 * j.H + qh] = j.probs + (qh % j.heads_per_pass) * tt;
-  ptrs[4 * j.H + qh] = const_cast<__nv_bfloat16*>(j.v) + static_cast<size_t>(j.start) * j.KVH * j.D + kvh * j.D;
+  ptrs[4 * j.H + qh] =
+      const_cast<__nv_bfloat16*>(j.v) + static_cast<size_t>(j.start) * j.KVH * j.D + kvh * j.D;
   ptrs[5 * j.H + qh] = j.out + static_cast<size_t>(j.start) * j.H * j.D + qh * j.D;
 }
 

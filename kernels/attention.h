@@ -17,7 +17,7 @@
 
 namespace ringserve::kernels {
 
-constexpr int kAttentionMaxGroup = 8;        // q heads per kv head
+constexpr int kAttentionMaxGroup = 8;  // q heads per kv head
 constexpr int kAttentionMaxHeadDim = 256;
 constexpr int kAttentionMaxSplitTokens = 256;
 
@@ -25,9 +25,9 @@ struct DecodeAttentionArgs {
   const __nv_bfloat16* q = nullptr;        // [batch, H*D], RoPE applied
   const __nv_bfloat16* k_cache = nullptr;  // this layer's pool
   const __nv_bfloat16* v_cache = nullptr;
-  const int32_t* block_tables = nullptr;   // [batch, max_blocks_per_seq]
+  const int32_t* block_tables = nullptr;  // [batch, max_blocks_per_seq]
   int max_blocks_per_seq = 0;
-  const int32_t* context_lens = nullptr;   // [batch], keys to attend (current token included)
+  const int32_t* context_lens = nullptr;  // [batch], keys to attend (current token included)
   int batch = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
@@ -37,8 +37,8 @@ struct DecodeAttentionArgs {
   // context length; splits past a sequence's length exit at once.
   int split_tokens = 16;
   int max_splits = 0;
-  float* partial_o = nullptr;   // [batch, H, max_splits, D]
-  float* partial_ml = nullptr;  // [batch, H, max_splits, 2]
+  float* partial_o = nullptr;    // [batch, H, max_splits, D]
+  float* partial_ml = nullptr;   // [batch, H, max_splits, 2]
   __nv_bfloat16* out = nullptr;  // [batch, H*D]
 };
 
@@ -51,7 +51,7 @@ struct PrefillAttentionArgs {
   const __nv_bfloat16* q = nullptr;  // [ntok, H*D]
   const __nv_bfloat16* k = nullptr;  // [ntok, KVH*D]
   const __nv_bfloat16* v = nullptr;
-  __nv_bfloat16* out = nullptr;      // [ntok, H*D]
+  __nv_bfloat16* out = nullptr;  // [ntok, H*D]
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
@@ -61,9 +61,9 @@ struct PrefillAttentionArgs {
   // Heads whose scores are materialised at once (0 = all): bounds the
   // workspace for long prompts.
   int heads_per_pass = 0;
-  float* scores = nullptr;           // workspace: heads_per_pass * max_len^2 floats
-  __nv_bfloat16* probs = nullptr;    // workspace: heads_per_pass * max_len^2
-  void** pointers = nullptr;  // device workspace: prefill_pointer_count(H, nseq)
+  float* scores = nullptr;         // workspace: heads_per_pass * max_len^2 floats
+  __nv_bfloat16* probs = nullptr;  // workspace: heads_per_pass * max_len^2
+  void** pointers = nullptr;       // device workspace: prefill_pointer_count(H, nseq)
 };
 
 inline size_t prefill_pointer_count(int num_heads, int nseq) {

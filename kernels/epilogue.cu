@@ -6,9 +6,8 @@ namespace ringserve::kernels {
 namespace {
 
 __global__ void residual_add_kernel(const float* __restrict__ c, int ldc,
-                                    const float* __restrict__ scale,
-                                    const float* __restrict__ bias, float* __restrict__ resid,
-                                    int n) {
+                                    const float* __restrict__ scale, const float* __restrict__ bias,
+                                    float* __restrict__ resid, int n) {
   const int t = blockIdx.y;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     float v = c[static_cast<size_t>(t) * ldc + i] * scale[i];
@@ -40,7 +39,9 @@ __global__ void add_second_half_kernel(float* __restrict__ y, size_t n) {
     y[i] += y[n + i];
 }
 
-int blocks_for(int n) { return (n + 255) / 256 < 64 ? (n + 255) / 256 : 64; }
+int blocks_for(int n) {
+  return (n + 255) / 256 < 64 ? (n + 255) / 256 : 64;
+}
 
 }  // namespace
 
@@ -51,9 +52,8 @@ cudaError_t add_second_half_launch(float* y, size_t n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t residual_add_launch(const float* c, int ldc, const float* scale,
-                                const float* bias, float* resid, int tokens, int n,
-                                cudaStream_t stream) {
+cudaError_t residual_add_launch(const float* c, int ldc, const float* scale, const float* bias,
+                                float* resid, int tokens, int n, cudaStream_t stream) {
   residual_add_kernel<<<dim3(blocks_for(n), tokens), 256, 0, stream>>>(c, ldc, scale, bias, resid,
                                                                        n);
   return cudaGetLastError();

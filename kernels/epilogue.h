@@ -30,9 +30,8 @@ Status add_second_half(float* y, size_t n, cudaStream_t stream);
 
 namespace detail {
 cudaError_t add_second_half_launch(float* y, size_t n, cudaStream_t stream);
-cudaError_t residual_add_launch(const float* c, int ldc, const float* scale,
-                                const float* bias, float* resid, int tokens, int n,
-                                cudaStream_t stream);
+cudaError_t residual_add_launch(const float* c, int ldc, const float* scale, const float* bias,
+                                float* resid, int tokens, int n, cudaStream_t stream);
 cudaError_t silu_mul_launch(const float* c, int ldc, const float* scale, const float* bias,
                             __nv_bfloat16* out, int tokens, int inter, cudaStream_t stream);
 }  // namespace detail

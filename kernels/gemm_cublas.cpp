@@ -12,8 +12,8 @@ Status gemm_bf16_nt(cublasHandle_t handle, int M, int N, int K, const __nv_bfloa
   CUBLAS_CHECK(cublasSetStream(handle, stream));
   const float one = 1.0f, zero = 0.0f;
   // Column-major view: C^T[N][M] = B[N][K] * A[M][K]^T, i.e. op(B^T_cm)=T, op(A^T_cm)=N.
-  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B, CUDA_R_16BF, ldb,
-                            A, CUDA_R_16BF, lda, &zero, C, c_type, ldc, CUBLAS_COMPUTE_32F,
+  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B, CUDA_R_16BF, ldb, A,
+                            CUDA_R_16BF, lda, &zero, C, c_type, ldc, CUBLAS_COMPUTE_32F,
                             CUBLAS_GEMM_DEFAULT));
   return ok();
 }

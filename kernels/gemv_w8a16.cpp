@@ -28,6 +28,9 @@ Status gemv_w8a16(const GemvArgs& a, const GemvConfig& cfg, cudaStream_t stream)
     return make_error(Errc::kInvalidArgument, "gemv_w8a16: tiles must be 1 or 2");
   if (cfg.warps != 4 && cfg.warps != 8 && cfg.warps != 16)
     return make_error(Errc::kInvalidArgument, "gemv_w8a16: warps must be 4, 8 or 16");
+  if (!gemv_config_valid(cfg))
+    return make_error(Errc::kInvalidArgument, "gemv_w8a16: unroll {} not available for {} tiles",
+                      cfg.unroll, cfg.tiles);
   const bool silu = a.epilogue == GemvEpilogue::kSiluMulBf16;
   if (silu && (a.rows % 32 != 0 || cfg.tiles != 2))
     return make_error(Errc::kInvalidArgument,

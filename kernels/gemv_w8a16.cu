@@ -19,9 +19,8 @@ struct Chunk {
   uint4 w[2];  // rows g, g + 8
 };
 
-__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1,
-                                               uint32_t a2, uint32_t a3, uint32_t b0,
-                                               uint32_t b1) {
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                               uint32_t a3, uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};"
@@ -68,6 +67,65 @@ __device__ __forceinline__ void load_chunk_checked(const int8_t* w0, const int8_
   c.w[1] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
   x[0] = make_uint4(xs[0], xs[1], xs[2], xs[3]);
   x[1] = make_uint4(xs[4], xs[5], xs[6], xs[7]);
+}
+
+// Accumulator fragment: acc[0..1] = (row g, batch 2t, 2t+1), acc[2..3] =
+// (row g+8, batch 2t, 2t+1). Sums the K-split partials of all warps of the
+// block and applies the epilogue. Shared by both kernel variants.
+template <int TILES, int WARPS, GemvEpilogue EPI>
+__device__ __forceinline__ void reduce_and_store(const float (&acc)[TILES][4],
+                                                 const float* __restrict__ scale,
+                                                 const float* __restrict__ bias, int rows,
+                                                 int batch, void* __restrict__ out, int ld_out) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * 16 * TILES;
+  __shared__ float part[WARPS][TILES][16][9];  // +1 column: fewer bank conflicts
+#pragma unroll
+  for (int i = 0; i < TILES; ++i) {
+    part[warp][i][g][2 * t] = acc[i][0];
+    part[warp][i][g][2 * t + 1] = acc[i][1];
+    part[warp][i][g + 8][2 * t] = acc[i][2];
+    part[warp][i][g + 8][2 * t + 1] = acc[i][3];
+  }
+  __syncthreads();
+
+  constexpr int kOutputs = (EPI == GemvEpilogue::kSiluMulBf16 ? 1 : TILES) * 128;
+  for (int idx = threadIdx.x; idx < kOutputs; idx += WARPS * 32) {
+    const int tile = idx / 128, r = (idx / 8) % 16, n = idx % 8;
+    if (n >= batch) continue;
+    auto total = [&](int tl) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) s += part[w][tl][r][n];
+      return s;
+    };
+    if constexpr (EPI == GemvEpilogue::kSiluMulBf16) {
+      const int gr = row0 + r, ur = row0 + 16 + r;
+      if (ur >= rows) continue;
+      float gv = total(0) * scale[gr], uv = total(1) * scale[ur];
+      if (bias) {
+        gv += bias[gr];
+        uv += bias[ur];
+      }
+      const int j = blockIdx.x * 16 + r;
+      static_cast<__nv_bfloat16*>(out)[static_cast<size_t>(n) * ld_out + j] =
+          __float2bfloat16(detail::silu(gv) * uv);
+    } else {
+      const int row = row0 + tile * 16 + r;
+      if (row >= rows) continue;
+      float v = total(tile) * scale[row];
+      if (bias) v += bias[row];
+      const size_t o = static_cast<size_t>(n) * ld_out + row;
+      if constexpr (EPI == GemvEpilogue::kStoreF32) {
+        static_cast<float*>(out)[o] = v;
+      } else if constexpr (EPI == GemvEpilogue::kStoreBf16) {
+        static_cast<__nv_bfloat16*>(out)[o] = __float2bfloat16(v);
+      } else {
+        static_cast<float*>(out)[o] += v;
+      }
+    }
+  }
 }
 
 template <int TILES, int WARPS, GemvEpilogue EPI>
@@ -147,88 +205,140 @@ __global__ void __launch_bounds__(WARPS * 32)
         xv[0] = xvalid ? __ldg(xp) : zero;
         xv[1] = xvalid ? __ldg(xp + 1) : zero;
       } else {
-        load_chunk_checked(wrow[i][0], wrow[i][1], rvalid[i][0], rvalid[i][1], xrow, xvalid, k0,
-                           K, ch, xv);
+        load_chunk_checked(wrow[i][0], wrow[i][1], rvalid[i][0], rvalid[i][1], xrow, xvalid, k0, K,
+                           ch, xv);
       }
       mma_chunk(acc[i], ch, xv);
     }
   }
 
-  // Accumulator fragment: acc[0..1] = (row g, batch 2t, 2t+1), acc[2..3] =
-  // (row g+8, batch 2t, 2t+1). Sum the K-split partials of all warps.
-  __shared__ float part[WARPS][TILES][16][9];  // +1 column: fewer bank conflicts
+  reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
+}
+
+// The grouped variant (GemvConfig::unroll = U > 0). Same fragment layout and
+// K split as the kernel above, but every group of U chunks is loaded with
+// predication: a warp with fewer than U whole chunks left (qkv and o_proj at
+// 8 or 16 warps own 4-7 chunks each) still issues all of its loads before the
+// first mma, instead of loading and multiplying one chunk at a time (one
+// DRAM latency per chunk). The loads are not `volatile`, so the compiler is
+// free to hoist them. The partial last chunk (cols % 64 != 0) and unaligned
+// matrices go through the checked path, spread over the warps.
+template <int TILES, int WARPS, int U, GemvEpilogue EPI>
+__global__ void __launch_bounds__(WARPS * 32)
+    gemv_w8a16_grouped_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
+                              const float* __restrict__ bias, int rows, int K,
+                              const __nv_bfloat16* __restrict__ X, int batch,
+                              void* __restrict__ out, int ld_out, bool vec) {
+  static_assert(TILES * U <= 8, "weight registers: at most 8 chunk-tiles in flight per warp");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * 16 * TILES;
+
+  const int8_t* wrow[TILES][2];
+  bool rvalid[TILES][2];
 #pragma unroll
   for (int i = 0; i < TILES; ++i) {
-    part[warp][i][g][2 * t] = acc[i][0];
-    part[warp][i][g][2 * t + 1] = acc[i][1];
-    part[warp][i][g + 8][2 * t] = acc[i][2];
-    part[warp][i][g + 8][2 * t + 1] = acc[i][3];
-  }
-  __syncthreads();
-
-  constexpr int kOutputs = (EPI == GemvEpilogue::kSiluMulBf16 ? 1 : TILES) * 128;
-  for (int idx = threadIdx.x; idx < kOutputs; idx += WARPS * 32) {
-    const int tile = idx / 128, r = (idx / 8) % 16, n = idx % 8;
-    if (n >= batch) continue;
-    auto total = [&](int tl) {
-      float s = 0.0f;
 #pragma unroll
-      for (int w = 0; w < WARPS; ++w) s += part[w][tl][r][n];
-      return s;
-    };
-    if constexpr (EPI == GemvEpilogue::kSiluMulBf16) {
-      const int gr = row0 + r, ur = row0 + 16 + r;
-      if (ur >= rows) continue;
-      float gv = total(0) * scale[gr], uv = total(1) * scale[ur];
-      if (bias) {
-        gv += bias[gr];
-        uv += bias[ur];
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + i * 16 + g + 8 * h;
+      rvalid[i][h] = r < rows;
+      wrow[i][h] = W + static_cast<size_t>(rvalid[i][h] ? r : 0) * K;
+    }
+  }
+  const bool xvalid = g < batch;
+  const __nv_bfloat16* xrow = X + static_cast<size_t>(xvalid ? g : 0) * K;
+
+  const int nchunks = (K + 63) / 64;
+  const int nfull = vec ? K / 64 : 0;  // whole, 16-byte aligned chunks
+  const int per_warp = (nfull + WARPS - 1) / WARPS;
+  const int c_begin = min(nfull, warp * per_warp);
+  const int c_end = min(nfull, c_begin + per_warp);
+
+  float acc[TILES][4];
+#pragma unroll
+  for (int i = 0; i < TILES; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  // c, c_end are warp-uniform, so every branch below is too (mma.sync needs
+  // the whole warp).
+  for (int c = c_begin; c < c_end; c += U) {
+    Chunk ch[U][TILES];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const bool live = c + u < c_end;
+      const int k0 = (c + u) * 64 + t * 16;
+#pragma unroll
+      for (int i = 0; i < TILES; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          ch[u][i].w[h] = live && rvalid[i][h] ? detail::ld_nc_u4(wrow[i][h] + k0) : zero;
       }
-      const int j = blockIdx.x * 16 + r;
-      static_cast<__nv_bfloat16*>(out)[static_cast<size_t>(n) * ld_out + j] =
-          __float2bfloat16(detail::silu(gv) * uv);
-    } else {
-      const int row = row0 + tile * 16 + r;
-      if (row >= rows) continue;
-      float v = total(tile) * scale[row];
-      if (bias) v += bias[row];
-      const size_t o = static_cast<size_t>(n) * ld_out + row;
-      if constexpr (EPI == GemvEpilogue::kStoreF32) {
-        static_cast<float*>(out)[o] = v;
-      } else if constexpr (EPI == GemvEpilogue::kStoreBf16) {
-        static_cast<__nv_bfloat16*>(out)[o] = __float2bfloat16(v);
-      } else {
-        static_cast<float*>(out)[o] += v;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (c + u < c_end) {
+        const int k0 = (c + u) * 64 + t * 16;
+        const uint4* xp = reinterpret_cast<const uint4*>(xrow + k0);
+        const uint4 xv[2] = {xvalid ? __ldg(xp) : zero, xvalid ? __ldg(xp + 1) : zero};
+#pragma unroll
+        for (int i = 0; i < TILES; ++i) mma_chunk(acc[i], ch[u][i], xv);
       }
     }
   }
+  for (int c = nfull + warp; c < nchunks; c += WARPS) {
+    const int k0 = c * 64 + t * 16;
+#pragma unroll
+    for (int i = 0; i < TILES; ++i) {
+      Chunk ch;
+      uint4 xv[2];
+      load_chunk_checked(wrow[i][0], wrow[i][1], rvalid[i][0], rvalid[i][1], xrow, xvalid, k0, K,
+                         ch, xv);
+      mma_chunk(acc[i], ch, xv);
+    }
+  }
+
+  reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
 }
 
 template <int TILES, int WARPS, GemvEpilogue EPI>
-void launch(const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch, int ld_out,
-            bool vec, cudaStream_t stream) {
+void launch(int unroll, const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch,
+            int ld_out, bool vec, cudaStream_t stream) {
   const int rows_per_block = 16 * TILES;
   const int blocks = (a.rows + rows_per_block - 1) / rows_per_block;
-  gemv_w8a16_kernel<TILES, WARPS, EPI><<<blocks, WARPS * 32, 0, stream>>>(
-      a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
+  // Unroll values per tile count: 4 or 8 for one tile, 2 or 4 for two (the
+  // checked API rejects anything else); 0 is the original kernel.
+  constexpr int kSmall = TILES == 1 ? 4 : 2, kLarge = TILES == 1 ? 8 : 4;
+  if (unroll == kSmall) {
+    gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI><<<blocks, WARPS * 32, 0, stream>>>(
+        a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
+  } else if (unroll == kLarge) {
+    gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI><<<blocks, WARPS * 32, 0, stream>>>(
+        a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
+  } else {
+    gemv_w8a16_kernel<TILES, WARPS, EPI><<<blocks, WARPS * 32, 0, stream>>>(
+        a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
+  }
 }
 
 template <int TILES, GemvEpilogue EPI>
-void launch_warps(int warps, const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch,
-                  int ld_out, bool vec, cudaStream_t stream) {
-  switch (warps) {
-    case 4: return launch<TILES, 4, EPI>(a, x, out, batch, ld_out, vec, stream);
-    case 16: return launch<TILES, 16, EPI>(a, x, out, batch, ld_out, vec, stream);
-    default: return launch<TILES, 8, EPI>(a, x, out, batch, ld_out, vec, stream);
+void launch_warps(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x, void* out,
+                  int batch, int ld_out, bool vec, cudaStream_t stream) {
+  switch (cfg.warps) {
+    case 4:
+      return launch<TILES, 4, EPI>(cfg.unroll, a, x, out, batch, ld_out, vec, stream);
+    case 16:
+      return launch<TILES, 16, EPI>(cfg.unroll, a, x, out, batch, ld_out, vec, stream);
+    default:
+      return launch<TILES, 8, EPI>(cfg.unroll, a, x, out, batch, ld_out, vec, stream);
   }
 }
 
 template <GemvEpilogue EPI>
 void launch_tiles(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x, void* out,
                   int batch, int ld_out, bool vec, cudaStream_t stream) {
-  if (cfg.tiles == 2) return launch_warps<2, EPI>(cfg.warps, a, x, out, batch, ld_out, vec, stream);
+  if (cfg.tiles == 2) return launch_warps<2, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
   if constexpr (EPI != GemvEpilogue::kSiluMulBf16)
-    launch_warps<1, EPI>(cfg.warps, a, x, out, batch, ld_out, vec, stream);
+    launch_warps<1, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
 }
 
 size_t out_elem_size(GemvEpilogue e) {
@@ -248,8 +358,8 @@ cudaError_t gemv_w8a16_launch(const GemvArgs& a, const GemvConfig& cfg, cudaStre
   for (int b0 = 0; b0 < a.batch; b0 += 8) {
     const int nb = std::min(8, a.batch - b0);
     const __nv_bfloat16* x = a.x + static_cast<size_t>(b0) * a.cols;
-    void* out = static_cast<char*>(a.out) +
-                static_cast<size_t>(b0) * ld_out * out_elem_size(a.epilogue);
+    void* out =
+        static_cast<char*>(a.out) + static_cast<size_t>(b0) * ld_out * out_elem_size(a.epilogue);
     switch (a.epilogue) {
       case GemvEpilogue::kStoreF32:
         launch_tiles<GemvEpilogue::kStoreF32>(cfg, a, x, out, nb, ld_out, vec, stream);

@@ -37,11 +37,29 @@ struct GemvArgs {
 };
 
 // Launch shape: `tiles` 16-row mma tiles per block (2 for kSiluMulBf16: one
-// gate tile and its up tile), `warps` warps per block splitting the K range.
+// gate tile and its up tile), `warps` warps per block splitting the K range,
+// `unroll` the kernel variant:
+//   0: the original kernel (fixed groups of 8 chunks for one tile, 4 for two;
+//      a warp's remaining chunks are loaded and multiplied one at a time).
+//      The reference variant: gemv_tuning verifies every other variant
+//      against it before choosing one.
+//   U > 0: the grouped kernel: every group of U 64-column chunks is loaded
+//      (predicated) before its mma, so a warp owning fewer than U chunks
+//      still has all its loads in flight at once. U is 4 or 8 for one tile,
+//      2 or 4 for two.
 struct GemvConfig {
   int tiles = 1;   // 1 or 2
   int warps = 8;   // 4, 8 or 16
+  int unroll = 0;  // 0 (original kernel) or U (grouped kernel, see above)
 };
+
+// Whether the launch shape is one the kernels are instantiated for.
+inline bool gemv_config_valid(const GemvConfig& c) {
+  if (c.tiles != 1 && c.tiles != 2) return false;
+  if (c.warps != 4 && c.warps != 8 && c.warps != 16) return false;
+  if (c.unroll == 0) return true;
+  return c.tiles == 1 ? (c.unroll == 4 || c.unroll == 8) : (c.unroll == 2 || c.unroll == 4);
+}
 
 GemvConfig default_gemv_config(int rows, int cols, GemvEpilogue epilogue);
 
@@ -64,6 +82,9 @@ cudaError_t gemv_w8a16_launch(const GemvArgs& args, const GemvConfig& config, cu
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline int packed_gate_row(int j) { return (j / 16) * 32 + j % 16; }
+    inline int
+    packed_gate_row(int j) {
+  return (j / 16) * 32 + j % 16;
+}
 
 }  // namespace ringserve::kernels

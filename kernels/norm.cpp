@@ -14,8 +14,8 @@ Status rmsnorm_f32_to_bf16(const float* x, const float* weight, __nv_bfloat16* y
   return ok();
 }
 
-Status embedding_gather(const __nv_bfloat16* table, int vocab, int cols, const int32_t* ids,
-                        int n, float* out, cudaStream_t stream) {
+Status embedding_gather(const __nv_bfloat16* table, int vocab, int cols, const int32_t* ids, int n,
+                        float* out, cudaStream_t stream) {
   if (n <= 0 || cols <= 0 || vocab <= 0)
     return make_error(Errc::kInvalidArgument, "embedding_gather: bad shape n={} cols={}", n, cols);
   if (!table || !ids || !out)

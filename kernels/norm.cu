@@ -23,7 +23,8 @@ __global__ void __launch_bounds__(kThreads)
     const float v = xr[i] * inv * w[i];
     const __nv_bfloat16 hi = __float2bfloat16(v);
     yr[i] = hi;
-    if (y_lo) y_lo[static_cast<size_t>(row) * cols + i] = __float2bfloat16(v - __bfloat162float(hi));
+    if (y_lo)
+      y_lo[static_cast<size_t>(row) * cols + i] = __float2bfloat16(v - __bfloat162float(hi));
   }
 }
 

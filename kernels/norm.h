@@ -25,8 +25,8 @@ Status rmsnorm_f32_to_bf16(const float* x, const float* weight, __nv_bfloat16* y
 
 // out[i, :] = float(table[ids[i], :]). Ids outside [0, vocab) produce zeros
 // (the host validates ids; the kernel never reads out of bounds).
-Status embedding_gather(const __nv_bfloat16* table, int vocab, int cols, const int32_t* ids,
-                        int n, float* out, cudaStream_t stream);
+Status embedding_gather(const __nv_bfloat16* table, int vocab, int cols, const int32_t* ids, int n,
+                        float* out, cudaStream_t stream);
 #endif
 
 namespace detail {

@@ -8,8 +8,7 @@ __global__ void int8_to_bf16_kernel(const int8_t* __restrict__ q, __nv_bfloat16*
                                     size_t n) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t n4 = n / 4;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4;
-       i += stride) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += stride) {
     uint32_t lo, hi;
     detail::int8x4_to_bf16x2(reinterpret_cast<const uint32_t*>(q)[i], lo, hi);
     reinterpret_cast<uint2*>(out)[i] = make_uint2(lo, hi);

@@ -24,8 +24,7 @@ Status quantize_rows_bf16(const __nv_bfloat16* w, int rows, int cols, int8_t* q,
 #endif
 
 namespace detail {
-cudaError_t int8_to_bf16_launch(const int8_t* q, __nv_bfloat16* out, size_t n,
-                                cudaStream_t stream);
+cudaError_t int8_to_bf16_launch(const int8_t* q, __nv_bfloat16* out, size_t n, cudaStream_t stream);
 cudaError_t quantize_rows_launch(const __nv_bfloat16* w, int rows, int cols, int8_t* q,
                                  float* scale, cudaStream_t stream);
 }  // namespace detail

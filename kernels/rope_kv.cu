@@ -4,8 +4,9 @@
 namespace ringserve::kernels {
 namespace {
 
-__global__ void rope_kv_kernel(const float* __restrict__ qkv, int ld, const float* __restrict__ scale,
-                               const float* __restrict__ bias, RopeKvArgs a) {
+__global__ void rope_kv_kernel(const float* __restrict__ qkv, int ld,
+                               const float* __restrict__ scale, const float* __restrict__ bias,
+                               RopeKvArgs a) {
   const int tok = blockIdx.x;
   const int H = a.num_heads, KVH = a.num_kv_heads, D = a.head_dim, half = D / 2;
   const float* row = qkv + static_cast<size_t>(tok) * ld;
@@ -26,8 +27,16 @@ __global__ void rope_kv_kernel(const float* __restrict__ qkv, int ld, const floa
     const int head = idx / half, i = idx % half;
     const int col = head * D + i;
     const float x1 = value(col), x2 = value(col + half);
-    // Same float32 arithmetic as transformers' default rotary embedding.
-    const float inv_freq = 1.0f / powf(a.rope_theta, static_cast<float>(2 * i) / D);
+    // inv_freq rounded to bf16, exactly as the CPU reference computes it
+    // (server/engine/rope.h): transformers keeps inv_freq as a buffer that is
+    // cast with a bf16 checkpoint, so the golden logits were produced with
+    // bf16 frequencies. Exact fp32 frequencies rotate position p by up to
+    // p * 2^-9 rad differently, which alone costs ~1% of first-step logits
+    // at a 40-token prompt. The double pow keeps the pre-rounding value equal
+    // to the CPU's, so both round to the same bf16.
+    const float exact =
+        static_cast<float>(1.0 / pow(static_cast<double>(a.rope_theta), (2.0 * i) / D));
+    const float inv_freq = __bfloat162float(__float2bfloat16_rn(exact));
     float s, c;
     sincosf(pos * inv_freq, &s, &c);
     const float o1 = x1 * c - x2 * s, o2 = x2 * c + x1 * s;

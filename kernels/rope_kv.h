@@ -30,7 +30,7 @@ struct RopeKvArgs {
   __nv_bfloat16* q_out = nullptr;    // [ntok, H*D]
   __nv_bfloat16* k_cache = nullptr;  // this layer's pool
   __nv_bfloat16* v_cache = nullptr;
-  __nv_bfloat16* k_out = nullptr;    // optional contiguous copy [ntok, KVH*D] (prefill)
+  __nv_bfloat16* k_out = nullptr;  // optional contiguous copy [ntok, KVH*D] (prefill)
   __nv_bfloat16* v_out = nullptr;
 };
 

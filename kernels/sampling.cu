@@ -14,7 +14,9 @@ __device__ __forceinline__ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-__device__ __forceinline__ uint64_t weight(float p) { return __float2ull_rz(p * kFixedOne); }
+__device__ __forceinline__ uint64_t weight(float p) {
+  return __float2ull_rz(p * kFixedOne);
+}
 
 struct ArgMax {
   float v;

@@ -44,7 +44,6 @@ struct SampleResult {
   float top_logprobs[kMaxTopLogprobs];
 };
 
-
 #ifndef __CUDACC__
 // logits [batch, ld] fp32; slots [batch] and results [batch] in device (or
 // mapped host) memory; scratch: batch * vocab floats of device memory.

@@ -234,6 +234,7 @@ Expected<int> run(const GenerateOptions& o) {
       std::fwrite(g.text.data() + printed, 1, g.text.size() - printed, stdout);
     }
     std::printf("\n");
+    std::fflush(stdout);
     std::fprintf(stderr,
                  "ringserve generate: %zu prompt tokens in %.1f ms, %zu generated (%s), decode "
                  "%.2f tokens/s\n",

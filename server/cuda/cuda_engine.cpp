@@ -7,12 +7,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "attention.h"
 #include "cuda/device_model.h"
 #include "cuda/forward.h"
 #include "cuda/gemv_tuning.h"
 #include "cuda/kv_blocks.h"
 #include "cuda/workspace.h"
-#include "attention.h"
 #include "cuda_check.h"
 #include "util/log.h"
 
@@ -148,8 +148,9 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   CUDA_CHECK(cudaEventCreate(&e->ev_stop_));
   CUBLAS_CHECK(cublasCreate(&e->cublas_));
 
-  int max_context = options.max_context > 0 ? options.max_context
-                                            : std::min(c.max_position_embeddings, kDefaultMaxContext);
+  int max_context = options.max_context > 0
+                        ? options.max_context
+                        : std::min(c.max_position_embeddings, kDefaultMaxContext);
   if (c.max_position_embeddings > 0) max_context = std::min(max_context, c.max_position_embeddings);
   Limits& L = e->limits_;
   L.max_batch = options.max_batch;
@@ -160,9 +161,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   L.split_tokens = tuning.split_tokens;
   L.max_splits = (max_context + L.split_tokens - 1) / L.split_tokens;
   const size_t per_head = 6 * static_cast<size_t>(max_context) * max_context;  // f32 + bf16
-  L.heads_per_pass =
-      static_cast<int>(std::clamp<size_t>(kScoreBudget / std::max<size_t>(per_head, 1), 1,
-                                          static_cast<size_t>(c.num_heads)));
+  L.heads_per_pass = static_cast<int>(std::clamp<size_t>(
+      kScoreBudget / std::max<size_t>(per_head, 1), 1, static_cast<size_t>(c.num_heads)));
 
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -185,8 +185,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
             resident ? "resident bf16" : "dequantized per layer");
 
   e->ws_ = std::make_unique<Workspace>(RS_TRY(Workspace::allocate(c, L, !resident)));
-  CUBLAS_CHECK(cublasSetWorkspace(e->cublas_, e->ws_->cublas_workspace,
-                                  e->ws_->cublas_workspace_bytes));
+  CUBLAS_CHECK(
+      cublasSetWorkspace(e->cublas_, e->ws_->cublas_workspace, e->ws_->cublas_workspace_bytes));
   const std::string tuned = RS_TRY(tune_gemv(*e->model_, *e->ws_, e->stream_));
   log->info("cuda: decode GEMV shapes: {}", tuned);
 
@@ -296,8 +296,8 @@ Status CudaEngine::run_prefill(std::vector<Sequence*>& group, StepResult& result
   CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
                              cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
-  RS_TRY_STATUS(forward_->prefill(row, static_cast<int>(group.size()), start.data(), len.data(),
-                                  stream_));
+  RS_TRY_STATUS(
+      forward_->prefill(row, static_cast<int>(group.size()), start.data(), len.data(), stream_));
   CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   float ms = 0;

@@ -28,8 +28,7 @@ class Uploader {
     return u;
   }
   Uploader() = default;
-  Uploader(Uploader&& o) noexcept
-      : stream_(o.stream_), cur_(o.cur_), bytes_(o.bytes_) {
+  Uploader(Uploader&& o) noexcept : stream_(o.stream_), cur_(o.cur_), bytes_(o.bytes_) {
     for (int i = 0; i < 2; ++i) {
       staging_[i] = std::move(o.staging_[i]);
       done_[i] = o.done_[i];
@@ -76,7 +75,9 @@ struct LinearSlots {
   size_t q, scale, bias, q_bf16;
 };
 
-size_t align(size_t v) { return (v + 255) / 256 * 256; }
+size_t align(size_t v) {
+  return (v + 255) / 256 * 256;
+}
 
 Status check_linear(const model::QuantLinear& l, int rows, int cols, const char* name, int layer) {
   if (l.rows != rows || l.cols != cols || l.q.size() != static_cast<size_t>(rows) * cols ||
@@ -147,7 +148,8 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
   std::vector<LayerSlots> ls(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
     const auto& L = w.layers[l];
-    const bool qkv_bias = !L.q_proj.bias.empty() || !L.k_proj.bias.empty() || !L.v_proj.bias.empty();
+    const bool qkv_bias =
+        !L.q_proj.bias.empty() || !L.k_proj.bias.empty() || !L.v_proj.bias.empty();
     ls[l].in_norm = arena.reserve(sizeof(float) * H);
     ls[l].post_norm = arena.reserve(sizeof(float) * H);
     ls[l].qkv = linear_slots(QKV, H, qkv_bias);
@@ -161,8 +163,8 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
   resident_bf16 = false;  // lm_head never runs through cuBLAS in int8 form
   const LinearSlots head = linear_slots(c.vocab_size, H, !w.lm_head.bias.empty());
   resident_bf16 = saved;
-  const size_t head_bf16_off = head_bf16 ? arena.reserve(2 * static_cast<size_t>(c.vocab_size) * H)
-                                         : SIZE_MAX;
+  const size_t head_bf16_off =
+      head_bf16 ? arena.reserve(2 * static_cast<size_t>(c.vocab_size) * H) : SIZE_MAX;
   // bf16 staging for the resident copy: int8 goes up once, the GPU converts.
   DeviceModel m;
   m.config_ = c;
@@ -193,22 +195,20 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
       return {parts.back(), 0};
     };
     const size_t row_bytes = cols;
-    RS_TRY_STATUS(up.copy(at(s.q), static_cast<size_t>(rows) * row_bytes,
-                          [&](size_t off, char* dst, size_t n) {
-                            // chunks are whole rows except possibly the last
-                            size_t done = 0;
-                            while (done < n) {
-                              const size_t pos = off + done;
-                              const int r = static_cast<int>(pos / row_bytes);
-                              const size_t in_row = pos % row_bytes;
-                              const size_t take = std::min(row_bytes - in_row, n - done);
-                              auto [p, pr] = source_row(r);
-                              std::memcpy(dst + done,
-                                          p->q.data() + static_cast<size_t>(pr) * cols + in_row,
-                                          take);
-                              done += take;
-                            }
-                          }));
+    RS_TRY_STATUS(up.copy(
+        at(s.q), static_cast<size_t>(rows) * row_bytes, [&](size_t off, char* dst, size_t n) {
+          // chunks are whole rows except possibly the last
+          size_t done = 0;
+          while (done < n) {
+            const size_t pos = off + done;
+            const int r = static_cast<int>(pos / row_bytes);
+            const size_t in_row = pos % row_bytes;
+            const size_t take = std::min(row_bytes - in_row, n - done);
+            auto [p, pr] = source_row(r);
+            std::memcpy(dst + done, p->q.data() + static_cast<size_t>(pr) * cols + in_row, take);
+            done += take;
+          }
+        }));
     std::vector<float> scale(rows), bias(rows, 0.0f);
     bool any_bias = false;
     for (int r = 0; r < rows; ++r) {
@@ -223,7 +223,8 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
     if (s.bias != SIZE_MAX) RS_TRY_STATUS(up.copy(at(s.bias), bias.data(), sizeof(float) * rows));
     out.q = reinterpret_cast<const int8_t*>(at(s.q));
     out.scale = reinterpret_cast<const float*>(at(s.scale));
-    out.bias = (s.bias != SIZE_MAX && any_bias) ? reinterpret_cast<const float*>(at(s.bias)) : nullptr;
+    out.bias =
+        (s.bias != SIZE_MAX && any_bias) ? reinterpret_cast<const float*>(at(s.bias)) : nullptr;
     out.rows = rows;
     out.cols = cols;
     out.gemv = kernels::default_gemv_config(
@@ -256,7 +257,8 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
   m.final_norm_ = reinterpret_cast<const float*>(at(final_norm_off));
   RS_TRY_STATUS(upload_fused(head, {&w.lm_head}, false, m.lm_head_));
   if (head_bf16) {
-    RS_TRY_STATUS(up.copy(at(head_bf16_off), w.lm_head_bf16.bf16.data(), w.lm_head_bf16.bf16.size() * 2));
+    RS_TRY_STATUS(
+        up.copy(at(head_bf16_off), w.lm_head_bf16.bf16.data(), w.lm_head_bf16.bf16.size() * 2));
     m.lm_head_bf16_ = reinterpret_cast<const __nv_bfloat16*>(at(head_bf16_off));
   } else if (head_tied) {
     m.lm_head_bf16_ = m.embed_;

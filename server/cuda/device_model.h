@@ -21,7 +21,7 @@ namespace ringserve::cuda {
 struct DeviceLinear {
   const int8_t* q = nullptr;
   const float* scale = nullptr;
-  const float* bias = nullptr;  // null when the layer has none
+  const float* bias = nullptr;            // null when the layer has none
   const __nv_bfloat16* q_bf16 = nullptr;  // resident prefill copy, or null
   int rows = 0;
   int cols = 0;

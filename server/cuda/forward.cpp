@@ -48,18 +48,18 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
     // The checkpoint's unquantized head: the logits where INT8 rounding would
     // show most (near-ties in greedy decoding).
     RS_TRY_STATUS(kernels::gemm_bf16_nt(cublas_, 2 * rows, c.vocab_size, c.hidden_size, ws_.xn,
-                                        c.hidden_size, m_.lm_head_bf16(), c.hidden_size,
-                                        ws_.logits, CUDA_R_32F, c.vocab_size, stream));
+                                        c.hidden_size, m_.lm_head_bf16(), c.hidden_size, ws_.logits,
+                                        CUDA_R_32F, c.vocab_size, stream));
   } else {
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(m_.lm_head(), ws_.xn, 2 * rows, ws_.logits, GemvEpilogue::kStoreF32),
         m_.lm_head().gemv, stream));
   }
-  RS_TRY_STATUS(kernels::add_second_half(
-      ws_.logits, static_cast<size_t>(rows) * c.vocab_size, stream));
-  return kernels::sample_tokens(ws_.logits, c.vocab_size, rows, c.vocab_size,
-                                ws_.dev_meta.sampling, ws_.sample_scratch,
-                                ws_.results.device<kernels::SampleResult>(), stream);
+  RS_TRY_STATUS(
+      kernels::add_second_half(ws_.logits, static_cast<size_t>(rows) * c.vocab_size, stream));
+  return kernels::sample_tokens(ws_.logits, c.vocab_size, rows, c.vocab_size, ws_.dev_meta.sampling,
+                                ws_.sample_scratch, ws_.results.device<kernels::SampleResult>(),
+                                stream);
 }
 
 Status Forward::decode(int batch, cudaStream_t stream) {
@@ -75,7 +75,8 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, batch, H, eps,
                                                nullptr, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32), layer.qkv.gemv, stream));
+        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32), layer.qkv.gemv,
+        stream));
     kernels::RopeKvArgs r;
     r.ntok = batch;
     r.num_heads = c.num_heads;
@@ -108,13 +109,16 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     a.out = ws_.attn;
     RS_TRY_STATUS(kernels::attention_decode(a, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32), layer.o.gemv, stream));
+        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32), layer.o.gemv,
+        stream));
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.post_attention_norm, ws_.xn, batch,
                                                H, eps, nullptr, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16), layer.gate_up.gemv, stream));
+        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16),
+        layer.gate_up.gemv, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32), layer.down.gemv, stream));
+        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32),
+        layer.down.gemv, stream));
   }
   return logits_and_sample(batch, nullptr, stream);
 }
@@ -125,8 +129,8 @@ Status Forward::linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloa
                                cudaStream_t stream) {
   const __nv_bfloat16* w = l.q_bf16;
   if (!w) {
-    RS_TRY_STATUS(kernels::int8_to_bf16(l.q, ws_.dequant, static_cast<size_t>(l.rows) * l.cols,
-                                        stream));
+    RS_TRY_STATUS(
+        kernels::int8_to_bf16(l.q, ws_.dequant, static_cast<size_t>(l.rows) * l.cols, stream));
     w = ws_.dequant;
   }
   return kernels::gemm_bf16_nt(cublas_, ntok, l.rows, l.cols, x, l.cols, w, l.cols, ws_.gemm_out,
@@ -188,8 +192,8 @@ Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq
                                                H, eps, nullptr, stream));
     RS_TRY_STATUS(linear_prefill(layer.gate_up, ntok, ws_.xn, stream));
     RS_TRY_STATUS(kernels::silu_mul_scaled(ws_.gemm_out, layer.gate_up.rows, layer.gate_up.scale,
-                                           layer.gate_up.bias, ws_.act, ntok,
-                                           c.intermediate_size, stream));
+                                           layer.gate_up.bias, ws_.act, ntok, c.intermediate_size,
+                                           stream));
     RS_TRY_STATUS(linear_prefill(layer.down, ntok, ws_.act, stream));
     RS_TRY_STATUS(kernels::residual_add_scaled(ws_.gemm_out, H, layer.down.scale, layer.down.bias,
                                                ws_.resid, ntok, H, stream));

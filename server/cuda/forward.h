@@ -20,9 +20,7 @@ struct KvPool {
   int64_t blocks = 0;
   size_t layer_stride = 0;  // elements between one layer's K and the next layer's K
   size_t kv_stride = 0;     // elements from a layer's K to its V
-  __nv_bfloat16* k(int layer) const {
-    return storage.as<__nv_bfloat16>() + layer * layer_stride;
-  }
+  __nv_bfloat16* k(int layer) const { return storage.as<__nv_bfloat16>() + layer * layer_stride; }
   __nv_bfloat16* v(int layer) const { return k(layer) + kv_stride; }
 };
 
@@ -36,8 +34,7 @@ class Forward {
 
   // Prefill `nseq` prompts packed into ntok rows of dev_meta; seq_start and
   // seq_len are host arrays. Samples each sequence's first token.
-  Status prefill(int ntok, int nseq, const int* seq_start, const int* seq_len,
-                 cudaStream_t stream);
+  Status prefill(int ntok, int nseq, const int* seq_start, const int* seq_len, cudaStream_t stream);
 
  private:
   Status logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream);

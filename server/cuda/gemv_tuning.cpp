@@ -1,11 +1,15 @@
 #include "cuda/gemv_tuning.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "cuda_check.h"
+#include "util/log.h"
 
 namespace ringserve::cuda {
 namespace {
@@ -14,27 +18,47 @@ using kernels::GemvArgs;
 using kernels::GemvConfig;
 using kernels::GemvEpilogue;
 
+// One decode GEMV family: its matrices (one per layer), epilogue and the
+// workspace buffers it reads and writes in the forward pass.
+struct Family {
+  const char* name;
+  std::vector<DeviceLinear*> mats;
+  GemvEpilogue epi;
+  __nv_bfloat16* x;
+  void* out;
+  int batch;  // timing batch
+};
+
+bool is_bf16_out(GemvEpilogue e) {
+  return e == GemvEpilogue::kStoreBf16 || e == GemvEpilogue::kSiluMulBf16;
+}
+
+int out_cols(const Family& f) {
+  return f.epi == GemvEpilogue::kSiluMulBf16 ? f.mats[0]->rows / 2 : f.mats[0]->rows;
+}
+
+GemvArgs args_for(const Family& f, const DeviceLinear& m, int batch) {
+  GemvArgs a;
+  a.w = m.q;
+  a.scale = m.scale;
+  a.bias = m.bias;
+  a.rows = m.rows;
+  a.cols = m.cols;
+  a.x = f.x;
+  a.batch = batch;
+  a.epilogue = f.epi;
+  a.out = f.out;
+  return a;
+}
+
 // Median time of a few launches that rotate over every layer's copy of the
 // matrix, so the timing is of DRAM, not of L2.
-Expected<float> time_config(const std::vector<const DeviceLinear*>& mats, GemvEpilogue epi,
-                            int batch, const GemvConfig& cfg, Workspace& ws, cudaStream_t stream,
+Expected<float> time_config(const Family& f, const GemvConfig& cfg, cudaStream_t stream,
                             cudaEvent_t start, cudaEvent_t stop) {
-  GemvArgs a;
-  a.rows = mats[0]->rows;
-  a.cols = mats[0]->cols;
-  a.x = ws.xn;
-  a.batch = batch;
-  a.epilogue = epi;
-  a.out = epi == GemvEpilogue::kSiluMulBf16 ? static_cast<void*>(ws.act)
-          : epi == GemvEpilogue::kResidualAddF32 ? static_cast<void*>(ws.resid)
-                                                 : static_cast<void*>(ws.logits);
   std::vector<float> times;
   const int runs = 9;
   for (int r = 0; r < runs + 2; ++r) {
-    const DeviceLinear* m = mats[r % mats.size()];
-    a.w = m->q;
-    a.scale = m->scale;
-    a.bias = m->bias;
+    const GemvArgs a = args_for(f, *f.mats[r % f.mats.size()], f.batch);
     CUDA_CHECK(cudaEventRecord(start, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(a, cfg, stream));
     CUDA_CHECK(cudaEventRecord(stop, stream));
@@ -47,64 +71,146 @@ Expected<float> time_config(const std::vector<const DeviceLinear*>& mats, GemvEp
   return times[times.size() / 2];
 }
 
+// Runs `cfg` on the first layer's matrix with a zeroed output (the residual
+// epilogue accumulates into it) and returns the output as floats.
+Expected<std::vector<float>> run_once(const Family& f, const GemvConfig& cfg, int batch,
+                                      cudaStream_t stream) {
+  const size_t n = static_cast<size_t>(batch) * out_cols(f);
+  const size_t elem = is_bf16_out(f.epi) ? 2 : 4;
+  CUDA_CHECK(cudaMemsetAsync(f.out, 0, n * elem, stream));
+  RS_TRY_STATUS(kernels::gemv_w8a16(args_for(f, *f.mats[0], batch), cfg, stream));
+  std::vector<float> y(n);
+  if (elem == 4) {
+    CUDA_CHECK(cudaMemcpyAsync(y.data(), f.out, n * 4, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  } else {
+    std::vector<uint16_t> h(n);
+    CUDA_CHECK(cudaMemcpyAsync(h.data(), f.out, n * 2, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t bits = static_cast<uint32_t>(h[i]) << 16;
+      std::memcpy(&y[i], &bits, 4);
+    }
+  }
+  return y;
+}
+
+// A candidate must reproduce the reference variant's output up to summation
+// order (fp32) or one bf16 rounding step: relative L2 error <= 2e-3 and no
+// element off by more than 2% of the largest reference magnitude. A wrong
+// kernel misses by O(1), so the margin only has to absorb rounding.
+bool agrees(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0, max_ref = 0, max_diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return false;
+    const double d = static_cast<double>(got[i]) - want[i];
+    num += d * d;
+    den += static_cast<double>(want[i]) * want[i];
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+    max_diff = std::max(max_diff, std::fabs(d));
+  }
+  if (den == 0) return num == 0;
+  return std::sqrt(num / den) <= 2e-3 && max_diff <= 0.02 * max_ref;
+}
+
+std::string describe(const GemvConfig& c) {
+  return fmt::format("t{}w{}u{}", c.tiles, c.warps, c.unroll);
+}
+
 }  // namespace
 
 Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream) {
-  // The inputs only need to be finite: zero the activations once.
-  CUDA_CHECK(cudaMemsetAsync(ws.xn, 0, sizeof(__nv_bfloat16) * 2 * model.config().hidden_size,
-                             stream));
+  auto log = log::get("engine");
+  auto& layers = model.mutable_layers();
+  // Verification batch: every batch row a decode step can use, up to the 8
+  // rows of one pass (the fragment layout changes with the row index).
+  const int vbatch = std::clamp(ws.limits.max_batch, 1, 8);
+
+  std::vector<Family> families;
+  auto layer_family = [&](const char* name, DeviceLinear DeviceLayer::*member, GemvEpilogue epi,
+                          __nv_bfloat16* x, void* out) {
+    Family f{name, {}, epi, x, out, 1};
+    for (auto& l : layers) f.mats.push_back(&(l.*member));
+    families.push_back(std::move(f));
+  };
+  layer_family("qkv", &DeviceLayer::qkv, GemvEpilogue::kStoreF32, ws.xn, ws.qkv_f32);
+  layer_family("o", &DeviceLayer::o, GemvEpilogue::kResidualAddF32, ws.attn, ws.resid);
+  layer_family("gate_up", &DeviceLayer::gate_up, GemvEpilogue::kSiluMulBf16, ws.xn, ws.act);
+  layer_family("down", &DeviceLayer::down, GemvEpilogue::kResidualAddF32, ws.act, ws.resid);
+  // The head runs with the hi and lo halves of its input: batch 2 per row.
+  families.push_back(
+      Family{"lm_head", {&model.mutable_lm_head()}, GemvEpilogue::kStoreF32, ws.xn, ws.logits, 2});
+
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
-  struct Family {
-    const char* name;
-    DeviceLinear DeviceLayer::*member;
-    GemvEpilogue epi;
-  };
-  const Family families[] = {{"qkv", &DeviceLayer::qkv, GemvEpilogue::kStoreF32},
-                             {"o", &DeviceLayer::o, GemvEpilogue::kResidualAddF32},
-                             {"gate_up", &DeviceLayer::gate_up, GemvEpilogue::kSiluMulBf16},
-                             {"down", &DeviceLayer::down, GemvEpilogue::kResidualAddF32}};
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::string summary;
   Status status = ok();
-  auto tune = [&](const char* name, std::vector<const DeviceLinear*> mats, GemvEpilogue epi,
-                  int batch) -> Expected<GemvConfig> {
-    GemvConfig best = mats[0]->gemv;
-    float best_ms = 1e30f;
+  int rejected = 0;
+
+  auto tune = [&](Family& f) -> Expected<GemvConfig> {
+    const DeviceLinear& m0 = *f.mats[0];
+    const int vb = f.name == std::string("lm_head") ? 2 : vbatch;
+    // Random finite activations (every row the verification uses).
+    std::vector<uint16_t> xh(static_cast<size_t>(vb) * m0.cols);
+    for (auto& v : xh) {
+      const float val = dist(rng);
+      uint32_t bits;
+      std::memcpy(&bits, &val, 4);
+      v = static_cast<uint16_t>(bits >> 16);
+    }
+    CUDA_CHECK(cudaMemcpyAsync(f.x, xh.data(), xh.size() * 2, cudaMemcpyHostToDevice, stream));
+    // The reference: the original kernel at its default shape (what every
+    // GEMV ran before tuning existed).
+    GemvConfig ref_cfg = kernels::default_gemv_config(m0.rows, m0.cols, f.epi);
+    ref_cfg.unroll = 0;
+    const auto want = RS_TRY(run_once(f, ref_cfg, vb, stream));
+
+    GemvConfig best = ref_cfg;
+    float best_ms = RS_TRY(time_config(f, ref_cfg, stream, start, stop));
+    const float ref_ms = best_ms;
     for (int tiles : {1, 2}) {
-      if (epi == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
+      if (f.epi == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
       for (int warps : {4, 8, 16}) {
-        const GemvConfig cfg{tiles, warps};
-        const float ms = RS_TRY(time_config(mats, epi, batch, cfg, ws, stream, start, stop));
-        if (ms < best_ms) {
-          best_ms = ms;
-          best = cfg;
+        for (int unroll : {0, 2, 4, 8}) {
+          const GemvConfig cfg{tiles, warps, unroll};
+          if (!kernels::gemv_config_valid(cfg)) continue;
+          if (cfg.tiles == ref_cfg.tiles && cfg.warps == ref_cfg.warps && cfg.unroll == 0) continue;
+          const auto got = RS_TRY(run_once(f, cfg, vb, stream));
+          if (!agrees(got, want)) {
+            ++rejected;
+            log->warn("cuda: GEMV {} {}x{}: variant {} disagrees with the reference; not used",
+                      f.name, m0.rows, m0.cols, describe(cfg));
+            continue;
+          }
+          const float ms = RS_TRY(time_config(f, cfg, stream, start, stop));
+          if (ms < best_ms) {
+            best_ms = ms;
+            best = cfg;
+          }
         }
       }
     }
-    summary += fmt::format("{} t{}w{} {:.1f}us; ", name, best.tiles, best.warps, best_ms * 1e3);
+    summary += fmt::format("{} {} {:.1f}us (ref {:.1f}us, {:.0f} GB/s); ", f.name, describe(best),
+                           best_ms * 1e3, ref_ms * 1e3,
+                           static_cast<double>(m0.rows) * m0.cols / (best_ms * 1e-3) / 1e9);
     return best;
   };
-  auto& layers = model.mutable_layers();
-  for (const auto& f : families) {
-    std::vector<const DeviceLinear*> mats;
-    for (const auto& l : layers) mats.push_back(&(l.*f.member));
-    auto cfg = tune(f.name, mats, f.epi, 1);
+
+  for (auto& f : families) {
+    auto cfg = tune(f);
     if (!cfg) {
       status = std::move(cfg).error();
       break;
     }
-    for (auto& l : layers) (l.*f.member).gemv = *cfg;
-  }
-  if (status) {
-    // The head runs with the hi and lo halves of its input: batch 2.
-    auto cfg = tune("lm_head", {&model.lm_head()}, GemvEpilogue::kStoreF32, 2);
-    if (cfg) model.mutable_lm_head().gemv = *cfg;
-    else status = std::move(cfg).error();
+    for (DeviceLinear* m : f.mats) m->gemv = *cfg;
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   if (!status) return std::move(status).error();
+  if (rejected > 0) summary += fmt::format("{} variant(s) rejected by verification", rejected);
   return summary;
 }
 

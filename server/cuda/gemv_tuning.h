@@ -1,7 +1,11 @@
-// Picks each decode GEMV's launch shape (tiles per block, warps splitting K)
-// by timing the candidates on the model's own weights at start-up: the best
-// shape depends on the matrix and the GPU, and a few milliseconds of
-// measurement beat a table of guesses.
+// Picks each decode GEMV's launch shape (tiles per block, warps splitting K,
+// kernel variant) by timing the candidates on the model's own weights at
+// start-up: the best shape depends on the matrix and the GPU, and a few
+// milliseconds of measurement beat a table of guesses. Before a candidate is
+// timed its output (random activations, every batch row up to
+// min(max_batch, 8)) is compared with the reference variant's (the original
+// kernel at its default shape); a candidate that disagrees is logged and
+// never chosen, so a broken variant can cost speed but not correctness.
 #pragma once
 
 #include <cuda_runtime_api.h>

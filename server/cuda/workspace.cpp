@@ -60,7 +60,8 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
 
   // Metadata: same offsets in the pinned and the device copy.
   Arena m(16);
-  const size_t o_tok = m.reserve(4 * rows), o_pos = m.reserve(4 * rows), o_slot = m.reserve(4 * rows);
+  const size_t o_tok = m.reserve(4 * rows), o_pos = m.reserve(4 * rows),
+               o_slot = m.reserve(4 * rows);
   const size_t o_ctx = m.reserve(4 * B);
   const size_t o_bt = m.reserve(4 * B * L.max_blocks_per_seq);
   const size_t o_last = m.reserve(4 * B);
@@ -69,9 +70,12 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
   w.meta_host = RS_TRY(PinnedBuffer::allocate(w.meta_bytes, "step metadata"));
   w.meta_device = RS_TRY(DeviceBuffer::allocate(w.meta_bytes, "step metadata"));
   auto views = [&](char* b) {
-    return StepMeta{reinterpret_cast<int32_t*>(b + o_tok),  reinterpret_cast<int32_t*>(b + o_pos),
-                    reinterpret_cast<int32_t*>(b + o_slot), reinterpret_cast<int32_t*>(b + o_ctx),
-                    reinterpret_cast<int32_t*>(b + o_bt),   reinterpret_cast<int32_t*>(b + o_last),
+    return StepMeta{reinterpret_cast<int32_t*>(b + o_tok),
+                    reinterpret_cast<int32_t*>(b + o_pos),
+                    reinterpret_cast<int32_t*>(b + o_slot),
+                    reinterpret_cast<int32_t*>(b + o_ctx),
+                    reinterpret_cast<int32_t*>(b + o_bt),
+                    reinterpret_cast<int32_t*>(b + o_last),
                     reinterpret_cast<kernels::SamplingSlot*>(b + o_samp)};
   };
   w.host_meta = views(w.meta_host.host<char>());

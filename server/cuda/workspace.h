@@ -20,20 +20,20 @@ struct Limits {
   int max_prefill_tokens = 0;  // prompt tokens per prefill pass
   int block_tokens = 0;
   int max_blocks_per_seq = 0;
-  int split_tokens = 0;        // decode attention split length
+  int split_tokens = 0;  // decode attention split length
   int max_splits = 0;
-  int heads_per_pass = 0;      // prefill attention heads per score buffer
+  int heads_per_pass = 0;  // prefill attention heads per score buffer
 };
 
 // Per-step metadata, one struct of arrays in one pinned buffer so a single
 // copy (a node of the decode graph) moves all of it.
 struct StepMeta {
-  int32_t* tokens;        // [rows]
-  int32_t* positions;     // [rows]
-  int32_t* slots;         // [rows]: KV slot of the token being written
-  int32_t* context_lens;  // [max_batch]: decode keys to attend
-  int32_t* block_tables;  // [max_batch][max_blocks_per_seq]
-  int32_t* last_rows;     // [max_batch]: prefill row of each sequence's last token
+  int32_t* tokens;                  // [rows]
+  int32_t* positions;               // [rows]
+  int32_t* slots;                   // [rows]: KV slot of the token being written
+  int32_t* context_lens;            // [max_batch]: decode keys to attend
+  int32_t* block_tables;            // [max_batch][max_blocks_per_seq]
+  int32_t* last_rows;               // [max_batch]: prefill row of each sequence's last token
   kernels::SamplingSlot* sampling;  // [max_batch]
 };
 
@@ -47,26 +47,26 @@ struct Workspace {
   DeviceBuffer meta_device;  // its device copy
   PinnedBuffer results;      // SampleResult[max_batch], written by the sampler
   size_t meta_bytes = 0;
-  StepMeta host_meta{};      // views into meta_host
-  StepMeta dev_meta{};       // the same views into meta_device
+  StepMeta host_meta{};  // views into meta_host
+  StepMeta dev_meta{};   // the same views into meta_device
 
   // Decode (rows = batch) and prefill (rows = tokens) share these.
-  float* resid = nullptr;         // [rows][hidden]
-  __nv_bfloat16* xn = nullptr;    // [max(rows, 2*max_batch)][hidden]
-  float* qkv_f32 = nullptr;       // [max_batch][qkv]: decode GEMV output
-  float* gemm_out = nullptr;      // [max_prefill][max(qkv, 2*inter, hidden)]
-  __nv_bfloat16* q = nullptr;     // [rows][q_dim]
-  __nv_bfloat16* k = nullptr;     // [max_prefill][kv_dim]: this prompt's keys
+  float* resid = nullptr;       // [rows][hidden]
+  __nv_bfloat16* xn = nullptr;  // [max(rows, 2*max_batch)][hidden]
+  float* qkv_f32 = nullptr;     // [max_batch][qkv]: decode GEMV output
+  float* gemm_out = nullptr;    // [max_prefill][max(qkv, 2*inter, hidden)]
+  __nv_bfloat16* q = nullptr;   // [rows][q_dim]
+  __nv_bfloat16* k = nullptr;   // [max_prefill][kv_dim]: this prompt's keys
   __nv_bfloat16* v = nullptr;
-  __nv_bfloat16* attn = nullptr;  // [rows][q_dim]
-  __nv_bfloat16* act = nullptr;   // [rows][inter]
-  float* logits = nullptr;        // [2*max_batch][vocab]: hi and lo halves
+  __nv_bfloat16* attn = nullptr;    // [rows][q_dim]
+  __nv_bfloat16* act = nullptr;     // [rows][inter]
+  float* logits = nullptr;          // [2*max_batch][vocab]: hi and lo halves
   float* sample_scratch = nullptr;  // [max_batch][vocab]
-  float* partial_o = nullptr;     // decode attention splits
+  float* partial_o = nullptr;       // decode attention splits
   float* partial_ml = nullptr;
-  float* scores = nullptr;        // prefill attention
+  float* scores = nullptr;  // prefill attention
   __nv_bfloat16* probs = nullptr;
-  void** pointers = nullptr;      // prefill attention GEMM pointer tables
+  void** pointers = nullptr;         // prefill attention GEMM pointer tables
   __nv_bfloat16* dequant = nullptr;  // one linear in bf16 when not resident
   void* cublas_workspace = nullptr;
   size_t cublas_workspace_bytes = 0;

@@ -113,8 +113,8 @@ Expected<FileReader> FileReader::open(const std::filesystem::path& path,
   // io_uring's gain is many device reads in flight without threads; a read
   // from the page cache is a memcpy, which only more threads make faster.
   // So auto takes io_uring for O_DIRECT and pread threads for the cache.
-  const bool try_uring = options.backend == Backend::kIoUring ||
-                         (options.backend == Backend::kAuto && s->file.direct);
+  const bool try_uring =
+      options.backend == Backend::kIoUring || (options.backend == Backend::kAuto && s->file.direct);
   if (try_uring) {
     auto uring = make_uring_backend(kUringDepth);
     if (uring) {
@@ -170,12 +170,9 @@ Expected<ReadStats> FileReader::read(uint64_t offset, uint64_t length,
 
   auto request_for = [&](uint64_t chunk) {
     const uint64_t start = first + chunk * slot_bytes;
-    return ReadRequest{chunk,
-                       s_->fd(),
-                       start,
+    return ReadRequest{chunk, s_->fd(), start,
                        static_cast<size_t>(std::min(slot_bytes, last - start)),
-                       slots[static_cast<size_t>(slot_of[chunk])].data(),
-                       !s_->direct()};
+                       slots[static_cast<size_t>(slot_of[chunk])].data()};
   };
   // Buffers belong to the caller: no read may still be writing into one
   // when read() returns, whatever the outcome.

@@ -30,12 +30,16 @@
 namespace ringserve::io {
 
 struct ReaderOptions {
-  Backend backend = Backend::kAuto;  // kIoUring / kPread force one (for tests and benchmarks)
+  // kAuto: io_uring for O_DIRECT reads, pread threads for the page cache (or
+  // when io_uring is unavailable). kIoUring / kPread force one.
+  Backend backend = Backend::kAuto;
   // kAuto: O_DIRECT unless half the file or more is in the page cache (then
   // memory is faster than the device) or the filesystem refuses it.
   // kOn fails where O_DIRECT cannot work; kOff never tries.
   DirectIo direct = DirectIo::kAuto;
-  int pread_threads = 2;  // threads of the pread path
+  // Threads of the pread path; 0: half the cores, 2 to 8 (copies from the
+  // page cache scale with threads).
+  int pread_threads = 0;
 };
 
 struct Chunk {

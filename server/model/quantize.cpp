@@ -66,8 +66,8 @@ Expected<QuantLinear> quantize_linear(const TensorView& tensor, int threads) {
                       shape_string(tensor.shape));
   constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
   if (tensor.shape[0] > kMaxDim || tensor.shape[1] > kMaxDim || !is_float_source(tensor.dtype))
-    return make_error(Errc::kCorruptData, "{}: {} {} cannot be quantized", tensor.where(), dtype_name(tensor.dtype),
-                      shape_string(tensor.shape));
+    return make_error(Errc::kCorruptData, "{}: {} {} cannot be quantized", tensor.where(),
+                      dtype_name(tensor.dtype), shape_string(tensor.shape));
   QuantLinear out;
   out.rows = static_cast<int>(tensor.shape[0]);
   out.cols = static_cast<int>(tensor.shape[1]);

@@ -49,7 +49,8 @@ QuantLinear random_linear(int rows, int cols, bool bias, uint64_t seed, std::str
         uint64_t bits = rng.next();
         for (int b = 0; b < 8 && c < static_cast<size_t>(cols); ++b, ++c) {
           // A byte scaled onto the 255 values of [-127, 127].
-          row[c] = static_cast<int8_t>(static_cast<int>((((bits >> (8 * b)) & 0xff) * 255) >> 8) - 127);
+          row[c] =
+              static_cast<int8_t>(static_cast<int>((((bits >> (8 * b)) & 0xff) * 255) >> 8) - 127);
         }
       }
       q.scale[r] = base_scale * (1.0f + 0.25f * rng.uniform_pm1());
@@ -113,7 +114,8 @@ Expected<ModelWeights> make_synthetic_weights(const ModelConfig& config, uint64_
       for (int c = 0; c < hidden; c += 4) {
         uint64_t bits = rng.next();
         for (int k = 0; k < 4 && c + k < hidden; ++k) {
-          float u = (static_cast<float>((bits >> (16 * k)) & 0xffff) - 32768.0f) * (1.0f / 32768.0f);
+          float u =
+              (static_cast<float>((bits >> (16 * k)) & 0xffff) - 32768.0f) * (1.0f / 32768.0f);
           row[c + k] = float_to_bf16(kEmbedHalfWidth * u);
         }
       }

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "scheduler/batch_policy.h"
 #include "scheduler/validate.h"
@@ -60,7 +61,9 @@ Scheduler::Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions op
       options_(options),
       tokenizer_(std::move(tokenizer)),
       clock_(std::move(clock)),
-      stats_(options_.max_batch, options_.latency_window, info_.backend) {}
+      stats_(options_.max_batch, options_.latency_window, info_.backend) {
+  publish_gauges();  // the KV capacity is known before the first step
+}
 
 Scheduler::~Scheduler() {
   stop();
@@ -119,7 +122,7 @@ Scheduler::Progress Scheduler::run_once() {
             .wake_at;
   }
   progress.finished = static_cast<size_t>(finished_count_ - before);
-  publish_depths();
+  publish_gauges();
   return progress;
 }
 
@@ -132,7 +135,7 @@ void Scheduler::intake(Inbox::Contents contents, Clock::time_point now) {
     if (!engine_->fits_ever(prompt, r.stop.max_new_tokens)) {
       const engine::KvUsage kv = engine_->kv_usage();
       queued_.fetch_sub(1, std::memory_order_relaxed);
-      finish(*live, FinishReason::kError, now,
+      finish(std::move(live), FinishReason::kError, now,
              make_error(Errc::kTooLarge,
                         "prompt ({} tokens) + max_new_tokens ({}) can never fit the KV cache ({} "
                         "blocks of {} tokens)",
@@ -151,16 +154,18 @@ void Scheduler::intake(Inbox::Contents contents, Clock::time_point now) {
 void Scheduler::cancel_one(uint64_t id, Clock::time_point now) {
   if (auto it = running_.find(id); it != running_.end()) {
     engine_->release(id);
-    finish(*it->second, FinishReason::kCancelled, now);
+    std::unique_ptr<LiveRequest> live = std::move(it->second);
     running_.erase(it);
+    finish(std::move(live), FinishReason::kCancelled, now);
     return;
   }
   auto it = std::find_if(waiting_.begin(), waiting_.end(),
                          [id](const auto& live) { return live->id() == id; });
   if (it != waiting_.end()) {
-    queued_.fetch_sub(1, std::memory_order_relaxed);
-    finish(**it, FinishReason::kCancelled, now);
+    std::unique_ptr<LiveRequest> live = std::move(*it);
     waiting_.erase(it);
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+    finish(std::move(live), FinishReason::kCancelled, now);
   }
 }
 
@@ -189,7 +194,7 @@ size_t Scheduler::admit(Clock::time_point now) {
     waiting_.pop_front();
     queued_.fetch_sub(1, std::memory_order_relaxed);
     if (!added) {
-      finish(*live, FinishReason::kError, now, std::move(added).error());
+      finish(std::move(live), FinishReason::kError, now, std::move(added).error());
       continue;
     }
     live->mark_admitted(now);
@@ -212,15 +217,15 @@ size_t Scheduler::step() {
     // sequence rather than guess which one broke it.
     log::get("batch")->error("engine step failed with {} sequences: {}", batch,
                              result.error().to_string());
-    for (auto& [id, live] : running_) {
-      engine_->release(id);
-      finish(*live, FinishReason::kError, end, with_context(result.error(), "engine step"));
+    auto failed = std::exchange(running_, {});
+    for (auto& [id, live] : failed) engine_->release(id);
+    for (auto& [id, live] : failed) {
+      finish(std::move(live), FinishReason::kError, end,
+             with_context(result.error(), "engine step"));
     }
-    running_.clear();
     return 0;
   }
-  stats_.on_step(batch, micros(end - start), static_cast<int>(result->tokens.size()),
-                 engine_->kv_usage());
+  stats_.on_step(batch, micros(end - start), static_cast<int>(result->tokens.size()));
   size_t finished = 0;
   for (const engine::SampledToken& token : result->tokens) {
     auto it = running_.find(token.id);
@@ -231,8 +236,9 @@ size_t Scheduler::step() {
     if (outcome.itl) stats_.on_itl(*outcome.itl);
     if (outcome.finish) {
       engine_->release(token.id);
-      finish(live, *outcome.finish, end);
+      std::unique_ptr<LiveRequest> ended = std::move(it->second);
       running_.erase(it);
+      finish(std::move(ended), *outcome.finish, end);
       ++finished;
     }
   }
@@ -240,7 +246,10 @@ size_t Scheduler::step() {
   return finished;
 }
 
-void Scheduler::finish(LiveRequest& live, FinishReason reason, Clock::time_point now, Error error) {
+void Scheduler::finish(std::unique_ptr<LiveRequest> ended, FinishReason reason,
+                       Clock::time_point now, Error error) {
+  publish_gauges();
+  LiveRequest& live = *ended;
   const bool failed = reason == FinishReason::kError;
   if (failed) {
     log::get("batch")->warn("req={} failed: {}", live.log_id(), error.to_string());
@@ -262,20 +271,17 @@ void Scheduler::finish(LiveRequest& live, FinishReason reason, Clock::time_point
 }
 
 void Scheduler::finish_all(FinishReason reason, Clock::time_point now, const Error& error) {
-  for (auto& [id, live] : running_) {
-    engine_->release(id);
-    finish(*live, reason, now, error);
-  }
-  running_.clear();
-  for (auto& live : waiting_) {
-    queued_.fetch_sub(1, std::memory_order_relaxed);
-    finish(*live, reason, now, error);
-  }
-  waiting_.clear();
+  auto running = std::exchange(running_, {});
+  auto waiting = std::exchange(waiting_, {});
+  for (auto& [id, live] : running) engine_->release(id);
+  queued_.fetch_sub(waiting.size(), std::memory_order_relaxed);
+  for (auto& [id, live] : running) finish(std::move(live), reason, now, error);
+  for (auto& live : waiting) finish(std::move(live), reason, now, error);
 }
 
-void Scheduler::publish_depths() {
-  stats_.set_depths(static_cast<uint32_t>(waiting_.size()), static_cast<uint32_t>(running_.size()));
+void Scheduler::publish_gauges() {
+  stats_.set_gauges(static_cast<uint32_t>(waiting_.size()), static_cast<uint32_t>(running_.size()),
+                    engine_->kv_usage());
 }
 
 void Scheduler::loop() {
@@ -319,7 +325,7 @@ void Scheduler::stop() {
     const Clock::time_point now = clock_->now();
     intake(inbox_.take(), now);
     finish_all(FinishReason::kCancelled, now, Error{});
-    publish_depths();
+    publish_gauges();
   });
 }
 

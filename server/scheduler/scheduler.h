@@ -85,9 +85,15 @@ class Scheduler final : public Dispatcher {
   void cancel_one(uint64_t id, Clock::time_point now);
   size_t admit(Clock::time_point now);
   size_t step();
-  void finish(LiveRequest& live, FinishReason reason, Clock::time_point now, Error error = {});
+  // Ends a request the caller has already taken out of waiting_/running_
+  // (and whose engine sequence it has released): publishes the gauges, then
+  // sends the Done, so a client that reads Stats after its Done never sees
+  // the request or its KV blocks still counted.
+  void finish(std::unique_ptr<LiveRequest> live, FinishReason reason, Clock::time_point now,
+              Error error = {});
   void finish_all(FinishReason reason, Clock::time_point now, const Error& error);
-  void publish_depths();
+  // Queue depth, running sequences and KV usage into the Stats.
+  void publish_gauges();
   void loop();
 
   std::unique_ptr<engine::Engine> engine_;

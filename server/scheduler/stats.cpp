@@ -32,7 +32,7 @@ void StatsRecorder::on_admitted(int prompt_tokens) {
 }
 
 void StatsRecorder::on_step(size_t sequences, std::chrono::microseconds duration,
-                            int generated_tokens, const engine::KvUsage& kv) {
+                            int generated_tokens) {
   std::lock_guard lock(mutex_);
   // An engine may run more sequences than the scheduler's max batch only if
   // it is misconfigured; count such steps in the last bucket, not out of range.
@@ -42,7 +42,6 @@ void StatsRecorder::on_step(size_t sequences, std::chrono::microseconds duration
   step_time_total_ += duration;
   s_.mean_step = step_time_total_ / static_cast<int64_t>(s_.steps_total);
   s_.completion_tokens_total += static_cast<uint64_t>(generated_tokens);
-  s_.kv = kv;
 }
 
 void StatsRecorder::push_sample(std::deque<std::chrono::microseconds>& window,
@@ -63,10 +62,11 @@ void StatsRecorder::on_itl(std::chrono::microseconds itl) {
   s_.itl_histogram.observe(std::chrono::duration<double>(itl).count());
 }
 
-void StatsRecorder::set_depths(uint32_t queued, uint32_t running) {
+void StatsRecorder::set_gauges(uint32_t queued, uint32_t running, const engine::KvUsage& kv) {
   std::lock_guard lock(mutex_);
   s_.queue_depth = queued;
   s_.requests_active = running;
+  s_.kv = kv;
 }
 
 StatsSnapshot StatsRecorder::snapshot() const {

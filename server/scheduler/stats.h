@@ -1,5 +1,5 @@
 // Counters and recent latency distributions behind Dispatcher::stats().
-// Written by the engine thread once per step, read by any transport thread.
+// Written by the engine thread, read by any transport thread.
 #pragma once
 
 #include <chrono>
@@ -18,11 +18,12 @@ class StatsRecorder {
 
   void on_submitted();
   void on_admitted(int prompt_tokens);
-  void on_step(size_t sequences, std::chrono::microseconds duration, int generated_tokens,
-               const engine::KvUsage& kv);
+  void on_step(size_t sequences, std::chrono::microseconds duration, int generated_tokens);
   void on_ttft(std::chrono::microseconds ttft);
   void on_itl(std::chrono::microseconds itl);
-  void set_depths(uint32_t queued, uint32_t running);
+  // The gauges: set whenever a request enters or leaves the queue or the
+  // running batch, not only on a step (a cancel frees KV without one).
+  void set_gauges(uint32_t queued, uint32_t running, const engine::KvUsage& kv);
 
   StatsSnapshot snapshot() const;
 

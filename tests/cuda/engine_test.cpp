@@ -42,8 +42,8 @@ std::vector<GoldenCase> load_golden(const std::string& model) {
                  c.at("first_logits").get<std::vector<double>>(),
                  {}};
     for (const auto& s : c.at("step_top5"))
-      g.steps.push_back({s.at("ids").get<std::vector<int32_t>>(),
-                         s.at("logits").get<std::vector<double>>()});
+      g.steps.push_back(
+          {s.at("ids").get<std::vector<int32_t>>(), s.at("logits").get<std::vector<double>>()});
     cases.push_back(std::move(g));
   }
   return cases;
@@ -170,7 +170,8 @@ TEST_P(CudaGolden, GraphsAndDirectLaunchesAgree) {
     auto ra = a->step(), rb = b->step();
     ASSERT_TRUE(ra && rb);
     ASSERT_EQ(ra->tokens.size(), rb->tokens.size());
-    for (size_t i = 0; i < ra->tokens.size(); ++i) EXPECT_EQ(ra->tokens[i].token, rb->tokens[i].token);
+    for (size_t i = 0; i < ra->tokens.size(); ++i)
+      EXPECT_EQ(ra->tokens[i].token, rb->tokens[i].token);
   }
 }
 

@@ -1,10 +1,12 @@
 // The real server on the fixture model: generations through the SDK equal
 // `ringserve generate` (greedy) over both transports, alone and batched
-// with concurrent clients; cancellation and graceful shutdown end to end.
+// with concurrent clients; cancellation, killed clients and graceful
+// shutdown end to end.
 #include <gmock/gmock.h>
 
 #include <barrier>
 #include <csignal>
+#include <optional>
 #include <thread>
 
 #include "sdk_helpers.h"
@@ -75,9 +77,6 @@ TEST_P(ServingTransportTest, GreedyGenerationsEqualRingserveGenerate) {
   EXPECT_THAT(server.stop(), Eq(0)) << server.log();
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, ServingTransportTest, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "shm" : "socket"; });
-
 // Four clients on their own connections (two per transport) send at once;
 // a long window guarantees they meet in one batch, which the server's
 // batch-size histogram shows, and batching changes no output.
@@ -135,28 +134,47 @@ TEST_F(ServingTest, CancellingMidStreamEndsTheRequestAndFreesItsKv) {
   EXPECT_THAT(server.stop(), Eq(0)) << server.log();
 }
 
-TEST_F(ServingTest, AClientThatDisappearsMidStreamHasItsSequenceFreed) {
+// A client process SIGKILLed mid-stream sends no Cancel: the server notices
+// the dead socket, cancels its requests, frees their KV, and keeps serving.
+// The victim is ringbench keeping 4 long requests in flight.
+TEST_P(ServingTransportTest, AKilledClientHasItsSequencesAndKvFreed) {
   ServedModel server({"--batch-policy", "adaptive"});
   ASSERT_TRUE(server.ready()) << server.log();
-  {
-    auto doomed = connect_or_fail(server, true);
-    ASSERT_TRUE(doomed);
-    auto stream = doomed->generate(ids_request({9, 8, 7}, 480, true));
-    ASSERT_TRUE(stream);
-    auto first = stream->next();
-    ASSERT_TRUE(first && *first);
-    // Closing the connection without a Cancel: the server sees EOF.
-  }
-  auto observer = connect_or_fail(server, false);
+  auto observer = connect_or_fail(server, GetParam());
   ASSERT_TRUE(observer);
-  uint32_t active = 1;
-  for (int i = 0; i < 600 && active != 0; ++i) {  // watchdog, not a time limit
+  Child doomed({testing::binary_path("ringbench").string(), "--socket", server.socket(),
+                "--no-progress", "--transport", GetParam() ? "shm" : "socket", "--input-len",
+                "8", "--output-len", "480", "--concurrency", "4", "--requests", "100000",
+                "--warmup", "0"},
+               server.dir(), "doomed-ringbench");
+  auto busy = [&] {
     auto stats = observer->stats();
-    ASSERT_TRUE(stats);
-    active = stats->requests_active + stats->queue_depth;
-    if (active) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return stats && stats->requests_active > 0 && stats->kv_blocks_used > 0;
+  };
+  bool loaded = false;
+  for (int i = 0; i < 2400 && !loaded; ++i) {  // watchdog, not a time limit
+    loaded = busy();
+    if (!loaded) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
-  EXPECT_THAT(active, Eq(0u));
+  ASSERT_TRUE(loaded) << doomed.err() << server.log();
+  doomed.signal(SIGKILL);
+  ASSERT_TRUE(doomed.wait(std::chrono::seconds(30)));
+
+  std::optional<ServerStats> stats;
+  for (int i = 0; i < 600; ++i) {  // watchdog, not a time limit
+    auto s = observer->stats();
+    ASSERT_TRUE(s) << s.error().to_string();
+    stats = *s;
+    if (stats->requests_active + stats->queue_depth == 0 && stats->kv_blocks_used == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_THAT(stats->requests_active, Eq(0u));
+  EXPECT_THAT(stats->queue_depth, Eq(0u));
+  EXPECT_THAT(stats->kv_blocks_used, Eq(0u));
+  // Its requests were cut off mid-stream, not finished.
+  EXPECT_THAT(server.log(),
+              ::testing::ContainsRegex("ended \\(.*; [1-9][0-9]* unfinished requests cancelled"))
+      << server.log();
   Outcome after = generate(*observer, ids_request(kPrompts[0], kMaxNew, true));
   EXPECT_THAT(after.ids, Eq((*references_)[0].ids));
   EXPECT_THAT(server.stop(), Eq(0)) << server.log();
@@ -217,6 +235,9 @@ TEST_F(ServingTest, BadRequestsGetClearErrors) {
   EXPECT_THAT(ok.ids, Eq((*references_)[0].ids));
   EXPECT_THAT(server.stop(), Eq(0)) << server.log();
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, ServingTransportTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "shm" : "socket"; });
 
 }  // namespace
 }  // namespace ringserve::e2e

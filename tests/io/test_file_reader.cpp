@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -6,6 +8,7 @@
 
 #include "io/aligned_buffer.h"
 #include "io/file_reader.h"
+#include "io/open_file.h"
 #include "io/safetensors_range.h"
 #include "io_test_util.h"
 #include "support/test_support.h"
@@ -192,6 +195,42 @@ std::string path_name(const ::testing::TestParamInfo<PathCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Forced, ReaderPaths, ::testing::ValuesIn(forced_paths()), path_name);
+
+// Drops the file's clean pages from the page cache.
+void evict(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+TEST(ReaderAuto, CachedFilesAreReadBufferedColdOnesDirect) {
+  ringserve::testing::TempDir dir;
+  const auto path = dir.path() / "f";
+  testing::write_file(path, testing::random_bytes(1 << 20, 3));
+  {
+    auto opened = open_for_read(path, false);
+    ASSERT_TRUE(opened);
+    // Just written: in the page cache.
+    EXPECT_GT(page_cache_fraction(opened->fd.get(), opened->size), 0.9);
+    auto reader = FileReader::open(path);
+    ASSERT_TRUE(reader);
+    EXPECT_EQ(reader->method(), Method::kPreadBuffered);
+  }
+  evict(path);
+  auto opened = open_for_read(path, false);
+  ASSERT_TRUE(opened);
+  const double cached = page_cache_fraction(opened->fd.get(), opened->size);
+  if (cached >= 0.5) GTEST_SKIP() << "the kernel kept the pages (" << cached << ")";
+  auto reader = FileReader::open(path);
+  ASSERT_TRUE(reader);
+  if (!uses_direct_io(reader->method()))
+    GTEST_SKIP() << "no O_DIRECT on this filesystem: " << method_name(reader->method());
+  EXPECT_TRUE(reader->method() == Method::kIoUringDirect ||
+              reader->method() == Method::kPreadDirect)
+      << method_name(reader->method());
+}
 
 TEST(ReaderAuto, PicksAWorkingPath) {
   ringserve::testing::TempDir dir;

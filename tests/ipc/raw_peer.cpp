@@ -121,4 +121,19 @@ Status RawPeer::scribble_request_ring(uint64_t seed) {
   return ok();
 }
 
+Expected<protocol::Message> RawPeer::receive_event(std::chrono::milliseconds timeout) {
+  if (!events_ && shm_fds_.size() == protocol::kSegmentFdCount) {
+    auto segment = RS_TRY(protocol::ShmSegment::attach(shm_fds_));
+    shm_fds_.clear();
+    events_ = RS_TRY(segment.event_reader());  // keeps the mapping alive
+  }
+  if (!events_) return receive_message(timeout);
+  protocol::WaitOptions wait;
+  wait.timeout = timeout;
+  RS_TRY_STATUS(events_->read(record_, wait));
+  protocol::DecodeLimits limits;
+  limits.max_frame_bytes = 64u << 20;
+  return protocol::decode_message(record_, limits);
+}
+
 }  // namespace ringserve::testing

@@ -42,11 +42,19 @@ class RawPeer {
   // block and data with garbage, then ring the server's doorbell.
   Status scribble_request_ring(uint64_t seed);
 
+  // The next event for this client: from the event ring when shared memory
+  // was granted (attached on first use; scribbling is then impossible),
+  // else from the socket. kTimeout when none arrives within `timeout`.
+  Expected<protocol::Message> receive_event(
+      std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
   int fd() const { return fd_.get(); }
 
  private:
   protocol::UniqueFd fd_;
   std::vector<protocol::UniqueFd> shm_fds_;
+  std::optional<protocol::RingReader> events_;
+  std::vector<uint8_t> record_;
 };
 
 }  // namespace ringserve::testing

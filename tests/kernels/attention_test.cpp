@@ -13,7 +13,9 @@
 namespace ringserve::testing {
 namespace {
 
-__nv_bfloat16* bf(DeviceBuffer<uint16_t>& b) { return reinterpret_cast<__nv_bfloat16*>(b.get()); }
+__nv_bfloat16* bf(DeviceBuffer<uint16_t>& b) {
+  return reinterpret_cast<__nv_bfloat16*>(b.get());
+}
 
 struct Shape {
   int H, KVH, D;
@@ -70,7 +72,8 @@ void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens)
     for (int h = 0; h < s.H; ++h) {
       const int kvh = h / G;
       std::vector<double> qv(s.D);
-      for (int d = 0; d < s.D; ++d) qv[d] = ref::bf16(q[(static_cast<size_t>(b) * s.H + h) * s.D + d]);
+      for (int d = 0; d < s.D; ++d)
+        qv[d] = ref::bf16(q[(static_cast<size_t>(b) * s.H + h) * s.D + d]);
       std::vector<std::vector<double>> K(ctx[b], std::vector<double>(s.D)), V = K;
       for (int j = 0; j < ctx[b]; ++j) {
         const int block = tables[b * max_blocks + j / BT];
@@ -94,7 +97,9 @@ TEST(AttentionDecode, Qwen7bShapesVariousContexts) {
   check_decode({28, 4, 128}, {513, 16, 4096}, 256);
 }
 
-TEST(AttentionDecode, TinyShapes) { check_decode({4, 2, 16}, {1, 2, 31, 200}, 32); }
+TEST(AttentionDecode, TinyShapes) {
+  check_decode({4, 2, 16}, {1, 2, 31, 200}, 32);
+}
 
 TEST(AttentionDecode, RejectsUnsupportedShapes) {
   kernels::DecodeAttentionArgs a;
@@ -168,8 +173,12 @@ void check_prefill(const Shape& s, const std::vector<int>& lens) {
   EXPECT_LT(ref::rel_l2(got, want), 1e-2);
 }
 
-TEST(AttentionPrefill, Qwen7bShapesTwoSequences) { check_prefill({28, 4, 128}, {37, 130}); }
-TEST(AttentionPrefill, TinyShapesSingleToken) { check_prefill({4, 2, 16}, {1, 9}); }
+TEST(AttentionPrefill, Qwen7bShapesTwoSequences) {
+  check_prefill({28, 4, 128}, {37, 130});
+}
+TEST(AttentionPrefill, TinyShapesSingleToken) {
+  check_prefill({4, 2, 16}, {1, 9});
+}
 
 }  // namespace
 }  // namespace ringserve::testing

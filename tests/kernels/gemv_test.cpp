@@ -37,8 +37,8 @@ Host make_host(const Problem& p, std::mt19937_64& rng) {
 }
 
 // Runs one GEMV; returns the output as doubles.
-std::vector<double> run(const Problem& p, const Host& h, GemvEpilogue epi,
-                        const GemvConfig* cfg, const std::vector<float>* resid_in) {
+std::vector<double> run(const Problem& p, const Host& h, GemvEpilogue epi, const GemvConfig* cfg,
+                        const std::vector<float>* resid_in) {
   DeviceBuffer<int8_t> q(h.q);
   DeviceBuffer<float> scale(h.scale);
   DeviceBuffer<float> bias(h.bias.empty() ? std::vector<float>{0.0f} : h.bias);
@@ -98,18 +98,46 @@ std::vector<double> expected(const Problem& p, const Host& h, GemvEpilogue epi,
   return lin;
 }
 
-void check(const Problem& p, GemvEpilogue epi, const GemvConfig* cfg = nullptr) {
+// Every launch shape the kernels are instantiated for (gemv_config_valid):
+// both kernel variants, all tile, warp and unroll choices.
+std::vector<GemvConfig> all_configs(GemvEpilogue epi) {
+  std::vector<GemvConfig> out;
+  for (int tiles : {1, 2})
+    for (int warps : {4, 8, 16})
+      for (int unroll : {0, 2, 4, 8}) {
+        const GemvConfig c{tiles, warps, unroll};
+        if (!kernels::gemv_config_valid(c)) continue;
+        if (epi == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
+        out.push_back(c);
+      }
+  return out;
+}
+
+// Checks the default launch (configs empty) or each of `configs` against the
+// reference; host data and the reference are computed once per problem, the
+// output is poisoned (or, for the residual epilogue, re-uploaded) before
+// every run.
+void check(const Problem& p, GemvEpilogue epi, const std::vector<GemvConfig>& configs = {}) {
   std::mt19937_64 rng(test_seed() ^ (p.rows * 131 + p.cols * 7 + p.batch));
   const Host h = make_host(p, rng);
   std::vector<float> resid;
   if (epi == GemvEpilogue::kResidualAddF32)
     resid = ref::random_f32(static_cast<size_t>(p.batch) * p.rows, rng, -4.0f, 4.0f);
   const auto* rp = resid.empty() ? nullptr : &resid;
-  const auto got = run(p, h, epi, cfg, rp);
   const auto want = expected(p, h, epi, rp);
   const bool bf16_out = epi == GemvEpilogue::kStoreBf16 || epi == GemvEpilogue::kSiluMulBf16;
-  EXPECT_LT(ref::rel_l2(got, want), bf16_out ? 5e-3 : 1e-5)
-      << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch;
+  auto one = [&](const GemvConfig* cfg) {
+    const auto got = run(p, h, epi, cfg, rp);
+    EXPECT_LT(ref::rel_l2(got, want), bf16_out ? 5e-3 : 1e-5)
+        << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch << " config tiles="
+        << (cfg ? cfg->tiles : 0) << " warps=" << (cfg ? cfg->warps : 0)
+        << " unroll=" << (cfg ? cfg->unroll : 0) << (cfg ? "" : " (default)");
+  };
+  if (configs.empty()) {
+    one(nullptr);
+  } else {
+    for (const auto& c : configs) one(&c);
+  }
 }
 
 class GemvShapes : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
@@ -131,13 +159,13 @@ TEST_P(GemvShapes, StoreBf16MatchesReference) {
 
 // 7B: fused qkv 4608x3584, o 3584x3584, down 3584x18944; edge sizes: one row,
 // rows not a multiple of 16, cols not a multiple of 64 or of 16 (scalar path).
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, GemvShapes,
-    ::testing::Values(std::tuple{4608, 3584, 1}, std::tuple{4608, 3584, 4},
-                      std::tuple{3584, 3584, 8}, std::tuple{3584, 18944, 1},
-                      std::tuple{3584, 18944, 5}, std::tuple{1, 64, 1}, std::tuple{17, 160, 3},
-                      std::tuple{33, 40, 2}, std::tuple{100, 1000, 11}, std::tuple{64, 16, 8},
-                      std::tuple{192, 64, 7}));
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvShapes,
+                         ::testing::Values(std::tuple{4608, 3584, 1}, std::tuple{4608, 3584, 4},
+                                           std::tuple{3584, 3584, 8}, std::tuple{3584, 18944, 1},
+                                           std::tuple{3584, 18944, 5}, std::tuple{1, 64, 1},
+                                           std::tuple{17, 160, 3}, std::tuple{33, 40, 2},
+                                           std::tuple{100, 1000, 11}, std::tuple{64, 16, 8},
+                                           std::tuple{192, 64, 7}));
 
 TEST(Gemv, SiluMulGateUpMatchesReference) {
   check({2 * 18944, 3584, 1, false}, GemvEpilogue::kSiluMulBf16);
@@ -146,15 +174,56 @@ TEST(Gemv, SiluMulGateUpMatchesReference) {
   check({2 * 16, 40, 9, false}, GemvEpilogue::kSiluMulBf16);
 }
 
-TEST(Gemv, LmHeadShape) { check({152064, 3584, 2, false}, GemvEpilogue::kStoreF32); }
+TEST(Gemv, LmHeadShape) {
+  check({152064, 3584, 2, false}, GemvEpilogue::kStoreF32);
+}
 
 TEST(Gemv, EveryLaunchConfigurationAgrees) {
-  for (int tiles : {1, 2})
-    for (int warps : {4, 8, 16}) {
-      GemvConfig cfg{tiles, warps};
-      check({1000, 3584, 3, true}, GemvEpilogue::kStoreF32, &cfg);
-      check({96, 200, 8, false}, GemvEpilogue::kResidualAddF32, &cfg);
-    }
+  for (auto epi : {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32}) {
+    const auto cfgs = all_configs(epi);
+    check({1000, 3584, 3, true}, epi, cfgs);
+    check({96, 200, 8, false}, epi, cfgs);
+  }
+  check({1000, 3584, 3, true}, GemvEpilogue::kStoreBf16, all_configs(GemvEpilogue::kStoreBf16));
+}
+
+// Every variant (the tuner may pick any of them) at the 7B decode shapes with
+// the epilogues the forward pass uses, at batch 1 and at batches that fill a
+// pass partly, fully and over it.
+TEST(Gemv, EveryVariantAtSevenBShapes) {
+  const auto f32 = all_configs(GemvEpilogue::kStoreF32);
+  const auto res = all_configs(GemvEpilogue::kResidualAddF32);
+  const auto silu = all_configs(GemvEpilogue::kSiluMulBf16);
+  check({4608, 3584, 1, true}, GemvEpilogue::kStoreF32, f32);  // fused qkv (biased)
+  check({4608, 3584, 5, true}, GemvEpilogue::kStoreF32, f32);
+  check({3584, 3584, 1, false}, GemvEpilogue::kResidualAddF32, res);  // o_proj
+  check({3584, 3584, 8, false}, GemvEpilogue::kResidualAddF32, res);
+  check({3584, 18944, 1, false}, GemvEpilogue::kResidualAddF32, res);  // down_proj
+  check({3584, 18944, 4, false}, GemvEpilogue::kResidualAddF32, res);
+  check({2 * 18944, 3584, 1, false}, GemvEpilogue::kSiluMulBf16, silu);  // gate/up
+  check({2 * 18944, 3584, 3, false}, GemvEpilogue::kSiluMulBf16, silu);
+}
+
+// Every variant at edge sizes: one row, rows not a multiple of 16 or 32,
+// cols not a multiple of 64 (partial chunk on the vector path) or of 16
+// (scalar path only), fewer chunks than warps, batch over 8 (two passes).
+TEST(Gemv, EveryVariantAtEdgeSizes) {
+  for (auto epi : {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32}) {
+    const auto cfgs = all_configs(epi);
+    for (const Problem& p : {Problem{1, 64, 1, true}, Problem{17, 160, 3, true},
+                             Problem{33, 40, 2, false}, Problem{100, 1000, 11, true},
+                             Problem{64, 16, 8, false}, Problem{96, 208, 8, true},
+                             Problem{64, 128, 4, false}, Problem{50, 4160, 9, true}})
+      check(p, epi, cfgs);
+  }
+  const auto silu = all_configs(GemvEpilogue::kSiluMulBf16);
+  check({2 * 160, 64, 3, true}, GemvEpilogue::kSiluMulBf16, silu);
+  check({2 * 16, 40, 9, false}, GemvEpilogue::kSiluMulBf16, silu);
+  check({2 * 48, 208, 8, true}, GemvEpilogue::kSiluMulBf16, silu);
+}
+
+TEST(Gemv, LmHeadShapeGroupedVariant) {
+  check({152064, 3584, 2, false}, GemvEpilogue::kStoreF32, {GemvConfig{1, 4, 8}});
 }
 
 TEST(Gemv, RejectsBadArguments) {
@@ -175,6 +244,8 @@ TEST(Gemv, RejectsBadArguments) {
   EXPECT_FALSE(kernels::gemv_w8a16(a, nullptr));
   a.epilogue = GemvEpilogue::kStoreF32;
   EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{3, 8}, nullptr));
+  EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{1, 8, 2}, nullptr));  // unroll 2 is for 2 tiles
+  EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{2, 8, 8}, nullptr));
   a.ld_out = 1;
   EXPECT_FALSE(kernels::gemv_w8a16(a, nullptr));
 }

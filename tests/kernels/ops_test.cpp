@@ -21,7 +21,9 @@ namespace {
 const __nv_bfloat16* bf(const DeviceBuffer<uint16_t>& b) {
   return reinterpret_cast<const __nv_bfloat16*>(b.get());
 }
-__nv_bfloat16* bf(DeviceBuffer<uint16_t>& b) { return reinterpret_cast<__nv_bfloat16*>(b.get()); }
+__nv_bfloat16* bf(DeviceBuffer<uint16_t>& b) {
+  return reinterpret_cast<__nv_bfloat16*>(b.get());
+}
 
 std::vector<double> as_double(const std::vector<uint16_t>& v) {
   std::vector<double> d(v.size());
@@ -37,16 +39,16 @@ TEST(RmsNorm, MatchesReferenceWithAndWithoutRowIndex) {
     DeviceBuffer<float> dx(x), dw(w);
     DeviceBuffer<uint16_t> y(static_cast<size_t>(rows) * cols);
     y.poison();
-    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get(), dw.get(), bf(y), rows, cols, 1e-6f,
-                                             nullptr, nullptr));
+    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get(), dw.get(), bf(y), rows, cols, 1e-6f, nullptr,
+                                             nullptr));
     EXPECT_LT(ref::rel_l2(as_double(y.download()), ref::rmsnorm(x, w, rows, cols, 1e-6)), 5e-3);
 
     // hi + lo halves carry the value to ~16 bits.
     DeviceBuffer<uint16_t> hi(static_cast<size_t>(rows) * cols), lo(hi.size());
     hi.poison();
     lo.poison();
-    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get(), dw.get(), bf(hi), rows, cols, 1e-6f,
-                                             nullptr, nullptr, bf(lo)));
+    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get(), dw.get(), bf(hi), rows, cols, 1e-6f, nullptr,
+                                             nullptr, bf(lo)));
     auto h = as_double(hi.download()), l = as_double(lo.download());
     for (size_t i = 0; i < h.size(); ++i) h[i] += l[i];
     EXPECT_LT(ref::rel_l2(h, ref::rmsnorm(x, w, rows, cols, 1e-6)), 3e-5);
@@ -55,8 +57,8 @@ TEST(RmsNorm, MatchesReferenceWithAndWithoutRowIndex) {
     DeviceBuffer<int32_t> idx(std::vector<int32_t>{rows - 1});
     DeviceBuffer<uint16_t> y1(cols);
     y1.poison();
-    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get(), dw.get(), bf(y1), 1, cols, 1e-6f,
-                                             idx.get(), nullptr));
+    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get(), dw.get(), bf(y1), 1, cols, 1e-6f, idx.get(),
+                                             nullptr));
     auto full = ref::rmsnorm(x, w, rows, cols, 1e-6);
     std::vector<double> last(full.end() - cols, full.end());
     EXPECT_LT(ref::rel_l2(as_double(y1.download()), last), 5e-3);
@@ -72,8 +74,8 @@ TEST(Embedding, GathersRowsAndZeroesInvalidIds) {
   DeviceBuffer<int32_t> did(ids);
   DeviceBuffer<float> out(ids.size() * cols);
   out.poison();
-  ASSERT_TRUE(kernels::embedding_gather(bf(dt), vocab, cols, did.get(), ids.size(), out.get(),
-                                        nullptr));
+  ASSERT_TRUE(
+      kernels::embedding_gather(bf(dt), vocab, cols, did.get(), ids.size(), out.get(), nullptr));
   auto o = out.download();
   for (size_t r = 0; r < ids.size(); ++r)
     for (int c = 0; c < cols; c += 97) {
@@ -99,7 +101,8 @@ void check_rope(const RopeCase& rc, bool raw_input) {
   DeviceBuffer<float> dq(raw), dscale(scale), dbias(bias);
   DeviceBuffer<int32_t> dpos(pos), dslots(slots);
   DeviceBuffer<uint16_t> qout(static_cast<size_t>(ntok) * rc.H * rc.D), kc(cache_n), vc(cache_n),
-      kout(static_cast<size_t>(ntok) * rc.KVH * rc.D), vout(static_cast<size_t>(ntok) * rc.KVH * rc.D);
+      kout(static_cast<size_t>(ntok) * rc.KVH * rc.D),
+      vout(static_cast<size_t>(ntok) * rc.KVH * rc.D);
   for (auto* b : {&qout, &kc, &vc, &kout, &vout}) b->poison();
   kernels::RopeKvArgs a;
   a.ntok = ntok;
@@ -121,7 +124,8 @@ void check_rope(const RopeCase& rc, bool raw_input) {
     // The decode path gets scale and bias already applied.
     std::vector<float> applied(raw.size());
     for (int t = 0; t < ntok; ++t)
-      for (int c = 0; c < width; ++c) applied[t * width + c] = raw[t * width + c] * scale[c] + bias[c];
+      for (int c = 0; c < width; ++c)
+        applied[t * width + c] = raw[t * width + c] * scale[c] + bias[c];
     dq.upload(applied);
     ASSERT_TRUE(kernels::rope_kv_write(dq.get(), width, a, nullptr));
   }
@@ -153,9 +157,15 @@ void check_rope(const RopeCase& rc, bool raw_input) {
   EXPECT_LT(ref::rel_l2(got, want), 5e-3);
 }
 
-TEST(RopeKv, Qwen7bHeadsF32Input) { check_rope({28, 4, 128}, false); }
-TEST(RopeKv, Qwen7bHeadsRawInputWithScaleAndBias) { check_rope({28, 4, 128}, true); }
-TEST(RopeKv, TinyHeads) { check_rope({4, 2, 16}, true); }
+TEST(RopeKv, Qwen7bHeadsF32Input) {
+  check_rope({28, 4, 128}, false);
+}
+TEST(RopeKv, Qwen7bHeadsRawInputWithScaleAndBias) {
+  check_rope({28, 4, 128}, true);
+}
+TEST(RopeKv, TinyHeads) {
+  check_rope({4, 2, 16}, true);
+}
 
 TEST(GemmCublas, NtMatchesReference) {
   std::mt19937_64 rng(test_seed());
@@ -166,8 +176,8 @@ TEST(GemmCublas, NtMatchesReference) {
     auto B = ref::random_bf16(static_cast<size_t>(N) * K, rng);
     DeviceBuffer<uint16_t> dA(A), dB(B), dC(static_cast<size_t>(M) * N);
     dC.poison();
-    ASSERT_TRUE(kernels::gemm_bf16_nt(h, M, N, K, bf(dA), K, bf(dB), K, dC.get(), CUDA_R_16BF, N,
-                                      nullptr));
+    ASSERT_TRUE(
+        kernels::gemm_bf16_nt(h, M, N, K, bf(dA), K, bf(dB), K, dC.get(), CUDA_R_16BF, N, nullptr));
     auto C = as_double(dC.download());
     std::vector<double> want(static_cast<size_t>(M) * N);
     for (int m = 0; m < M; m += (M > 64 ? 7 : 1))
@@ -196,7 +206,8 @@ TEST(Epilogue, ResidualAddAndSiluMul) {
   auto resid = ref::random_f32(static_cast<size_t>(T) * N, rng, -3.0f, 3.0f);
   DeviceBuffer<float> dc(c);
   DeviceBuffer<float> ds(scale), db(bias), dr(resid);
-  ASSERT_TRUE(kernels::residual_add_scaled(dc.get(), N, ds.get(), db.get(), dr.get(), T, N, nullptr));
+  ASSERT_TRUE(
+      kernels::residual_add_scaled(dc.get(), N, ds.get(), db.get(), dr.get(), T, N, nullptr));
   auto r = dr.download();
   std::vector<double> got(r.begin(), r.end()), want(r.size());
   for (int t = 0; t < T; ++t)

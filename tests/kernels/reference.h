@@ -25,7 +25,8 @@ std::vector<double> linear(const std::vector<int8_t>& q, const std::vector<float
 std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float>& w, int rows,
                             int cols, double eps);
 
-// Rotate-half RoPE of one head vector in place at position pos.
+// Rotate-half RoPE of one head vector in place at position pos, with
+// inv_freq rounded to bf16 (as the engines use it).
 void rope(double* v, int head_dim, int pos, double theta);
 
 // Causal / decode attention for one query head over keys [0, n).

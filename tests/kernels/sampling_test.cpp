@@ -79,9 +79,8 @@ TEST(Sampling, TopKAndTopPRestrictTheSupport) {
   auto r = sample(logits, B, V, slots);
   std::vector<int> order(V);
   for (int i = 0; i < V; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return row[a] > row[b] || (row[a] == row[b] && a < b);
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
   std::set<int> top10(order.begin(), order.begin() + 10);
   // Nucleus of 0.3 at temperature 1.5.
   std::vector<double> p(V);
@@ -186,8 +185,8 @@ TEST(Sampling, DrawsTheCpuSamplersTokens) {
     p.top_p = (b % 4 >= 2) ? 0.85f : 1.0f;
     p.seed = 1000 + b;
     p.top_logprobs = b % 5;
-    slots[b] = {p.temperature, p.top_p, p.top_k, p.top_logprobs, p.seed,
-                static_cast<uint64_t>(b % 7)};
+    slots[b] = {p.temperature,  p.top_p, p.top_k,
+                p.top_logprobs, p.seed,  static_cast<uint64_t>(b % 7)};
   }
   auto r = sample(logits, B, V, slots);
   engine::Sampler cpu;

@@ -31,10 +31,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_model_load: %s\n", w.error().to_string().c_str());
       return 1;
     }
-    std::printf("{\"spec\": \"%s\", \"format\": \"%s\", \"threads\": %d, \"seconds\": %.3f, \"source_gb\": %.3f, "
-                "\"gb_per_s\": %.2f, \"int8_linear_gb\": %.3f, \"embedding_gb\": %.3f}\n",
-                spec.c_str(), stats.format.c_str(), options.threads, stats.seconds, stats.source_bytes / 1e9,
-                stats.gb_per_s(), w->linear_bytes() / 1e9, w->embed_tokens.bf16.size() * 2 / 1e9);
+    std::printf(
+        "{\"spec\": \"%s\", \"format\": \"%s\", \"threads\": %d, \"seconds\": %.3f, \"source_gb\": "
+        "%.3f, "
+        "\"gb_per_s\": %.2f, \"int8_linear_gb\": %.3f, \"embedding_gb\": %.3f}\n",
+        spec.c_str(), stats.format.c_str(), options.threads, stats.seconds,
+        stats.source_bytes / 1e9, stats.gb_per_s(), w->linear_bytes() / 1e9,
+        w->embed_tokens.bf16.size() * 2 / 1e9);
   }
   return 0;
 }

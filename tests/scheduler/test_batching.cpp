@@ -2,6 +2,8 @@
 // virtual clock.
 #include <gmock/gmock.h>
 
+#include <optional>
+
 #include "fixture.h"
 
 namespace ringserve::serve::testing {
@@ -138,6 +140,43 @@ TEST_F(SchedulerTest, CancellingARunningRequestFreesItsSequenceWithinOneStep) {
   EXPECT_THAT(engine_->steps().back().count(2), Eq(0u));
   // The freed slot went to the waiting request at the same step boundary.
   EXPECT_THAT(engine_->steps().back().count(9), Eq(1u));
+}
+
+// Reads the Stats at the moment its Done is sent: what a client that asks
+// for Stats right after its Done sees.
+class StatsAtDoneSink final : public RequestSink {
+ public:
+  explicit StatsAtDoneSink(const Scheduler& scheduler) : scheduler_(scheduler) {}
+  void on_tokens(TokenDelta) override {}
+  void on_done(Completion) override { at_done_ = scheduler_.stats(); }
+  const std::optional<StatsSnapshot>& at_done() const { return at_done_; }
+
+ private:
+  const Scheduler& scheduler_;
+  std::optional<StatsSnapshot> at_done_;
+};
+
+TEST_F(SchedulerTest, StatsNoLongerCountAFinishedOrCancelledRequestOrItsKvByItsDone) {
+  make();
+  auto finishing = std::make_shared<StatsAtDoneSink>(*sut_);
+  auto cancelled = std::make_shared<StatsAtDoneSink>(*sut_);
+  ASSERT_TRUE(sut_->submit(request(1, 8, 3), finishing));     // 1 block of 16 tokens
+  ASSERT_TRUE(sut_->submit(request(2, 8, 100), cancelled));   // 7 blocks
+  EXPECT_THAT(sut_->stats().kv.blocks_total, Eq(1024)) << "known before the first step";
+  clock_->advance(milliseconds(10));
+  sut_->run_once();
+  EXPECT_THAT(sut_->stats().kv.blocks_used, Eq(8));
+  while (!finishing->at_done()) sut_->run_once();
+  EXPECT_THAT(finishing->at_done()->requests_active, Eq(1u));
+  EXPECT_THAT(finishing->at_done()->kv.blocks_used, Eq(7));
+
+  sut_->cancel(2);
+  Scheduler::Progress p = sut_->run_once();
+  EXPECT_FALSE(p.stepped) << "nothing left to run: the KV must be freed without a step";
+  ASSERT_TRUE(cancelled->at_done());
+  EXPECT_THAT(cancelled->at_done()->requests_active, Eq(0u));
+  EXPECT_THAT(cancelled->at_done()->kv.blocks_used, Eq(0));
+  EXPECT_THAT(sut_->stats().kv.blocks_used, Eq(0));
 }
 
 TEST_F(SchedulerTest, CancelledRequestsGetDoneCancelledExactlyOnce) {

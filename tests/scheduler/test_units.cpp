@@ -150,7 +150,7 @@ TEST(StatsRecorder, KeepsARecentWindowOfLatencies) {
   EXPECT_THAT(r.snapshot().ttft_histogram.bucket_counts[0], Eq(3u));  // <= 0.5 ms
   r.on_itl(microseconds(3000));
   EXPECT_THAT(r.snapshot().itl_histogram.count, Eq(1u));
-  r.on_step(9, microseconds(10), 9, {});  // beyond max batch: last bucket
+  r.on_step(9, microseconds(10), 9);  // beyond max batch: last bucket
   EXPECT_THAT(r.snapshot().batch_size_histogram[4], Eq(1u));
 }
 

@@ -16,8 +16,8 @@ __global__ void read_kernel(const uint4* __restrict__ src, size_t n, uint32_t* s
   for (; i + 3 * stride < n; i += 4 * stride) {
     const uint4 a = __ldcs(src + i), b = __ldcs(src + i + stride), c = __ldcs(src + i + 2 * stride),
                 d = __ldcs(src + i + 3 * stride);
-    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^
-           d.z ^ d.w;
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^
+           d.w;
   }
   for (; i < n; i += stride) {
     const uint4 a = __ldcs(src + i);
@@ -37,13 +37,13 @@ int grid_for(cudaStream_t) {
 
 cudaError_t launch_copy(const void* src, void* dst, size_t bytes, cudaStream_t stream) {
   copy_kernel<<<grid_for(stream), 256, 0, stream>>>(static_cast<const uint4*>(src),
-                                                     static_cast<uint4*>(dst), bytes / 16);
+                                                    static_cast<uint4*>(dst), bytes / 16);
   return cudaGetLastError();
 }
 
 cudaError_t launch_read(const void* src, size_t bytes, uint32_t* sink, cudaStream_t stream) {
   read_kernel<<<grid_for(stream), 256, 0, stream>>>(static_cast<const uint4*>(src), bytes / 16,
-                                                     sink);
+                                                    sink);
   return cudaGetLastError();
 }
 

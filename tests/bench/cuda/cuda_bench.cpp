@@ -19,10 +19,12 @@ Ceilings measure_ceilings() {
   check(cudaMalloc(reinterpret_cast<void**>(&sink), 4), "malloc");
   check(cudaMemset(src, 0x5a, bytes), "memset");  // not zeros: see METHOD.md
   Ceilings c;
-  const double memcpy_ms =
-      median_ms([&] { check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice), "copy"); }, 10);
-  const double copy_ms = median_ms([&] { check(launch_copy(src, dst, bytes, nullptr), "copy"); }, 10);
-  const double read_ms = median_ms([&] { check(launch_read(src, bytes, sink, nullptr), "read"); }, 10);
+  const double memcpy_ms = median_ms(
+      [&] { check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice), "copy"); }, 10);
+  const double copy_ms =
+      median_ms([&] { check(launch_copy(src, dst, bytes, nullptr), "copy"); }, 10);
+  const double read_ms =
+      median_ms([&] { check(launch_read(src, bytes, sink, nullptr), "read"); }, 10);
   const double memcpy_gbs = 2.0 * bytes / memcpy_ms / 1e6;
   c.copy_gbs = std::max(memcpy_gbs, 2.0 * bytes / copy_ms / 1e6);
   c.read_gbs = bytes / read_ms / 1e6;
@@ -50,7 +52,8 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-kernels", skip_kernels, "skip the per-kernel benchmark");
   app.add_flag("--skip-engine", skip_engine, "skip the engine benchmark");
   app.add_flag("--quick", quick, "fewer kernel configurations");
-  app.add_option("--decode-steps", decode_steps, "decode steps per measurement (context 512 -> 512+N)");
+  app.add_option("--decode-steps", decode_steps,
+                 "decode steps per measurement (context 512 -> 512+N)");
   CLI11_PARSE(app, argc, argv);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

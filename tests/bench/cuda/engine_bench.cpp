@@ -60,15 +60,18 @@ void prefill_bench(engine::Engine& e, const char* label, std::mt19937_64& rng) {
   }
   std::sort(wall.begin(), wall.end());
   std::sort(gpu.begin(), gpu.end());
-  std::printf("  prefill 512 tokens, %-24s GPU %6.2f ms, wall %6.2f ms (median of %zu; target <= 15 ms)\n",
-              label, gpu[gpu.size() / 2], wall[wall.size() / 2], wall.size());
+  std::printf(
+      "  prefill 512 tokens, %-24s GPU %6.2f ms, wall %6.2f ms (median of %zu; target <= 15 ms)\n",
+      label, gpu[gpu.size() / 2], wall[wall.size() / 2], wall.size());
 }
 
 void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, const Ceilings& c,
                   const char* label, std::mt19937_64& rng) {
   for (int i = 0; i < batch; ++i)
-    if (!e.add({static_cast<uint64_t>(100 + i), random_prompt(512, rng, e.info().vocab_size),
-                steps + 1, {}}))
+    if (!e.add({static_cast<uint64_t>(100 + i),
+                random_prompt(512, rng, e.info().vocab_size),
+                steps + 1,
+                {}}))
       std::exit(1);
   if (!e.step()) std::exit(1);  // prefill: context 512
   // A few steps to capture this batch size's graph before timing.
@@ -92,7 +95,8 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
   const double step_ms = wall * 1e3 / (steps - 3);
   const double gbs = weight_bytes / (step_ms * 1e-3) / 1e9;
   std::printf(
-      "  decode batch %d %-12s %7.1f tok/s | step %.3f ms wall, %.3f ms GPU median | weights %.0f GB/s = "
+      "  decode batch %d %-12s %7.1f tok/s | step %.3f ms wall, %.3f ms GPU median | weights %.0f "
+      "GB/s = "
       "%.1f%% of copy, %.1f%% of read ceiling\n",
       batch, label, tokens / wall, step_ms, gpu[gpu.size() / 2], gbs, 100 * gbs / c.copy_gbs,
       100 * gbs / c.read_gbs);
@@ -110,9 +114,10 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     std::exit(1);
   }
   const double weight_bytes = static_cast<double>(w->linear_bytes());
-  std::printf("  synthetic weights generated in %.1f s; %.3f GB of INT8 linear weights + scales per "
-              "decode step\n",
-              seconds_since(t0), weight_bytes / 1e9);
+  std::printf(
+      "  synthetic weights generated in %.1f s; %.3f GB of INT8 linear weights + scales per "
+      "decode step\n",
+      seconds_since(t0), weight_bytes / 1e9);
   std::printf("  roofline at the copy ceiling: %.0f tok/s batch 1\n",
               c.copy_gbs * 1e9 / weight_bytes);
   std::mt19937_64 rng(1234);

@@ -115,48 +115,54 @@ void attention_bench(const Ceilings& c) {
   const int H = 28, KVH = 4, D = 128, BT = 16, ctx = 768;
   std::printf("\n== decode attention (paged, bf16 KV, context %d)\n", ctx);
   for (int split : {16, 64})
-  for (int B : {1, 4}) {
-    const int max_blocks = ctx / BT + 1, nblocks = B * max_blocks;
-    const size_t cache = static_cast<size_t>(nblocks) * KVH * BT * D;
-    void* k = dmalloc(2 * cache);
-    void* v = dmalloc(2 * cache);
-    fill_random(k, 2 * cache, 1);
-    fill_random(v, 2 * cache, 2);
-    void* q = dmalloc(2 * B * H * D);
-    fill_random(q, 2 * B * H * D, 3);
-    std::vector<int32_t> tables(B * max_blocks), lens(B, ctx);
-    for (int i = 0; i < B * max_blocks; ++i) tables[i] = i;
-    void* dt = dmalloc(4 * tables.size());
-    void* dl = dmalloc(4 * B);
-    check(cudaMemcpy(dt, tables.data(), 4 * tables.size(), cudaMemcpyHostToDevice), "t");
-    check(cudaMemcpy(dl, lens.data(), 4 * B, cudaMemcpyHostToDevice), "l");
-    const int max_splits = 4096 / split;
-    void* po = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * D);
-    void* pml = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * 2);
-    void* out = dmalloc(2 * B * H * D);
-    kernels::DecodeAttentionArgs a;
-    a.q = static_cast<__nv_bfloat16*>(q);
-    a.k_cache = static_cast<__nv_bfloat16*>(k);
-    a.v_cache = static_cast<__nv_bfloat16*>(v);
-    a.block_tables = static_cast<int32_t*>(dt);
-    a.max_blocks_per_seq = max_blocks;
-    a.context_lens = static_cast<int32_t*>(dl);
-    a.batch = B;
-    a.num_heads = H;
-    a.num_kv_heads = KVH;
-    a.head_dim = D;
-    a.block_tokens = BT;
-    a.split_tokens = split;
-    a.max_splits = max_splits;
-    a.partial_o = static_cast<float*>(po);
-    a.partial_ml = static_cast<float*>(pml);
-    a.out = static_cast<__nv_bfloat16*>(out);
-    const double ms = median_ms([&] { if (!kernels::attention_decode(a, nullptr)) std::exit(1); }, 50);
-    const double bytes = 2.0 * B * ctx * KVH * D * 2;
-    std::printf("  split %2d batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of read)\n",
-                split, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
-    for (void* p : {k, v, q, dt, dl, po, pml, out}) cudaFree(p);
-  }
+    for (int B : {1, 4}) {
+      const int max_blocks = ctx / BT + 1, nblocks = B * max_blocks;
+      const size_t cache = static_cast<size_t>(nblocks) * KVH * BT * D;
+      void* k = dmalloc(2 * cache);
+      void* v = dmalloc(2 * cache);
+      fill_random(k, 2 * cache, 1);
+      fill_random(v, 2 * cache, 2);
+      void* q = dmalloc(2 * B * H * D);
+      fill_random(q, 2 * B * H * D, 3);
+      std::vector<int32_t> tables(B * max_blocks), lens(B, ctx);
+      for (int i = 0; i < B * max_blocks; ++i) tables[i] = i;
+      void* dt = dmalloc(4 * tables.size());
+      void* dl = dmalloc(4 * B);
+      check(cudaMemcpy(dt, tables.data(), 4 * tables.size(), cudaMemcpyHostToDevice), "t");
+      check(cudaMemcpy(dl, lens.data(), 4 * B, cudaMemcpyHostToDevice), "l");
+      const int max_splits = 4096 / split;
+      void* po = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * D);
+      void* pml = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * 2);
+      void* out = dmalloc(2 * B * H * D);
+      kernels::DecodeAttentionArgs a;
+      a.q = static_cast<__nv_bfloat16*>(q);
+      a.k_cache = static_cast<__nv_bfloat16*>(k);
+      a.v_cache = static_cast<__nv_bfloat16*>(v);
+      a.block_tables = static_cast<int32_t*>(dt);
+      a.max_blocks_per_seq = max_blocks;
+      a.context_lens = static_cast<int32_t*>(dl);
+      a.batch = B;
+      a.num_heads = H;
+      a.num_kv_heads = KVH;
+      a.head_dim = D;
+      a.block_tokens = BT;
+      a.split_tokens = split;
+      a.max_splits = max_splits;
+      a.partial_o = static_cast<float*>(po);
+      a.partial_ml = static_cast<float*>(pml);
+      a.out = static_cast<__nv_bfloat16*>(out);
+      const double ms = median_ms(
+          [&] {
+            if (!kernels::attention_decode(a, nullptr)) std::exit(1);
+          },
+          50);
+      const double bytes = 2.0 * B * ctx * KVH * D * 2;
+      std::printf(
+          "  split %2d batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of "
+          "read)\n",
+          split, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
+      for (void* p : {k, v, q, dt, dl, po, pml, out}) cudaFree(p);
+    }
 }
 
 void misc_bench(const Ceilings& c) {
@@ -169,12 +175,12 @@ void misc_bench(const Ceilings& c) {
     void* slots = dmalloc(sizeof(kernels::SamplingSlot) * B);
     void* res = dmalloc(sizeof(kernels::SampleResult) * B);
     std::vector<kernels::SamplingSlot> hs(B);
-    check(cudaMemcpy(slots, hs.data(), sizeof(kernels::SamplingSlot) * B, cudaMemcpyHostToDevice), "s");
+    check(cudaMemcpy(slots, hs.data(), sizeof(kernels::SamplingSlot) * B, cudaMemcpyHostToDevice),
+          "s");
     auto run = [&] {
-      if (!kernels::sample_tokens(static_cast<float*>(logits), V, B, V,
-                                  static_cast<kernels::SamplingSlot*>(slots),
-                                  static_cast<float*>(scratch),
-                                  static_cast<kernels::SampleResult*>(res), nullptr))
+      if (!kernels::sample_tokens(
+              static_cast<float*>(logits), V, B, V, static_cast<kernels::SamplingSlot*>(slots),
+              static_cast<float*>(scratch), static_cast<kernels::SampleResult*>(res), nullptr))
         std::exit(1);
     };
     const double greedy = median_ms(run, 50);
@@ -183,7 +189,8 @@ void misc_bench(const Ceilings& c) {
       s.top_p = 0.9f;
       s.top_k = 40;
     }
-    check(cudaMemcpy(slots, hs.data(), sizeof(kernels::SamplingSlot) * B, cudaMemcpyHostToDevice), "s");
+    check(cudaMemcpy(slots, hs.data(), sizeof(kernels::SamplingSlot) * B, cudaMemcpyHostToDevice),
+          "s");
     const double topkp = median_ms(run, 50);
     std::printf("  sampling batch %d over %d: greedy %.1f us, temperature+top-k+top-p %.1f us\n", B,
                 V, greedy * 1e3, topkp * 1e3);
@@ -194,11 +201,14 @@ void misc_bench(const Ceilings& c) {
   void* y = dmalloc(2 * 4 * H);
   fill_random(x, 4 * 4 * H, 1);
   fill_random(w, 4 * H, 2);
-  const double ms = median_ms([&] {
-    if (!kernels::rmsnorm_f32_to_bf16(static_cast<float*>(x), static_cast<float*>(w),
-                                      static_cast<__nv_bfloat16*>(y), 4, H, 1e-6f, nullptr, nullptr))
-      std::exit(1);
-  }, 50);
+  const double ms = median_ms(
+      [&] {
+        if (!kernels::rmsnorm_f32_to_bf16(static_cast<float*>(x), static_cast<float*>(w),
+                                          static_cast<__nv_bfloat16*>(y), 4, H, 1e-6f, nullptr,
+                                          nullptr))
+          std::exit(1);
+      },
+      50);
   std::printf("  rmsnorm 4x%d: %.1f us (launch-bound; 57 per step)\n", H, ms * 1e3);
   for (void* p : {x, w, y}) cudaFree(p);
   (void)c;
@@ -212,7 +222,8 @@ void prefill_gemm_bench(const Ceilings& c) {
   struct G {
     const char* name;
     int N, K;
-  } gs[] = {{"qkv", 4608, 3584}, {"o", 3584, 3584}, {"gate_up", 37888, 3584}, {"down", 3584, 18944}};
+  } gs[] = {
+      {"qkv", 4608, 3584}, {"o", 3584, 3584}, {"gate_up", 37888, 3584}, {"down", 3584, 18944}};
   double total_ms = 0, total_flop = 0, deq_ms = 0;
   void* a = dmalloc(2 * static_cast<size_t>(M) * 18944);
   fill_random(a, 2 * static_cast<size_t>(M) * 18944, 7);
@@ -222,15 +233,21 @@ void prefill_gemm_bench(const Ceilings& c) {
     void* w8 = dmalloc(n);
     fill_random(w8, n, 8);
     void* w = dmalloc(2 * n);
-    const double dq = median_ms([&] {
-      if (!kernels::int8_to_bf16(static_cast<int8_t*>(w8), static_cast<__nv_bfloat16*>(w), n, nullptr))
-        std::exit(1);
-    }, 20);
-    const double ms = median_ms([&] {
-      if (!kernels::gemm_bf16_nt(h, M, g.N, g.K, static_cast<__nv_bfloat16*>(a), g.K,
-                                 static_cast<__nv_bfloat16*>(w), g.K, out, CUDA_R_16BF, g.N, nullptr))
-        std::exit(1);
-    }, 20);
+    const double dq = median_ms(
+        [&] {
+          if (!kernels::int8_to_bf16(static_cast<int8_t*>(w8), static_cast<__nv_bfloat16*>(w), n,
+                                     nullptr))
+            std::exit(1);
+        },
+        20);
+    const double ms = median_ms(
+        [&] {
+          if (!kernels::gemm_bf16_nt(h, M, g.N, g.K, static_cast<__nv_bfloat16*>(a), g.K,
+                                     static_cast<__nv_bfloat16*>(w), g.K, out, CUDA_R_16BF, g.N,
+                                     nullptr))
+            std::exit(1);
+        },
+        20);
     const double flop = 2.0 * M * g.N * g.K;
     std::printf("  %-8s %5dx%5d: GEMM %7.1f us %6.0f TFLOP/s | int8->bf16 %6.1f us %5.0f GB/s\n",
                 g.name, g.N, g.K, ms * 1e3, flop / ms / 1e9, dq * 1e3, 3.0 * n / dq / 1e6);
@@ -240,8 +257,9 @@ void prefill_gemm_bench(const Ceilings& c) {
     cudaFree(w8);
     cudaFree(w);
   }
-  std::printf("  per layer: GEMMs %.3f ms, dequant %.3f ms -> x28: %.2f ms GEMMs, %.2f ms dequant\n",
-              total_ms, deq_ms, 28 * total_ms, 28 * deq_ms);
+  std::printf(
+      "  per layer: GEMMs %.3f ms, dequant %.3f ms -> x28: %.2f ms GEMMs, %.2f ms dequant\n",
+      total_ms, deq_ms, 28 * total_ms, 28 * deq_ms);
   std::printf("  (%.0f TFLOP/s average over the linear layers)\n", total_flop / total_ms / 1e9);
   cudaFree(a);
   cudaFree(out);
