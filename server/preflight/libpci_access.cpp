@@ -26,7 +26,9 @@ namespace {
 thread_local std::jmp_buf* t_jump = nullptr;
 thread_local char t_message[512];
 
-[[noreturn]] void on_error(char* msg, ...) {
+// The GNU spelling, not [[noreturn]]: pci.h declares the hook with it, and
+// clang makes it part of the function type the assignment must match.
+__attribute__((noreturn)) void on_error(char* msg, ...) {
   va_list ap;
   va_start(ap, msg);
   std::vsnprintf(t_message, sizeof t_message, msg, ap);
