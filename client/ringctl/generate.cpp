@@ -112,6 +112,7 @@ int run(const ConnectArgs& connect_args, const GenerateArgs& args) {
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::fputc('\n', stdout);
+    std::fflush(stdout);  // the text before the summary, also when both go to one file
     const double total_s = static_cast<double>(done->timings.total_us) / 1e6;
     std::fprintf(stderr, "[%u tokens, %s, first token %.1f ms, %.1f tokens/s]\n",
                  done->completion_tokens, finish_name(done->reason),

@@ -3,6 +3,8 @@
 // (answered with an Error) so the connection survives it.
 #include <sys/socket.h>
 
+#include <iterator>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
@@ -97,8 +99,15 @@ void Session::write_next() {
       socket_,
       asio::buffer(write_queue_.front().as_frame().data(), write_queue_.front().as_frame().size()),
       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+        self->writing_ = false;
+        if (self->phase_ == Phase::kClosed) {
+          // Closed while this write was in flight (its completion may have
+          // been queued behind the handler that closed): only now is the
+          // frame it was sending no longer in use.
+          self->write_queue_.clear();
+          return;
+        }
         if (ec) {
-          self->writing_ = false;
           self->close_now("write failed: " + ec.message());
           return;
         }
@@ -124,7 +133,12 @@ void Session::close_now(std::string_view why) {
   boost::system::error_code ignored;
   socket_.shutdown(Socket::shutdown_both, ignored);
   socket_.close(ignored);
-  write_queue_.clear();
+  // A write in flight still reads the front frame; its handler frees it.
+  if (writing_) {
+    write_queue_.erase(std::next(write_queue_.begin()), write_queue_.end());
+  } else {
+    write_queue_.clear();
+  }
   ctx_->log->info("session {} ended ({}; {} unfinished requests cancelled)", id_, why, unfinished);
   // Deferred: the server drops its reference in there, and we may be deep
   // inside one of our own handlers.

@@ -110,22 +110,34 @@ TEST_F(ServingTest, ConcurrentClientsShareBatchesAndGetTheSameTokens) {
   EXPECT_THAT(server.stop(), Eq(0)) << server.log();
 }
 
+// The fixture model generates a whole request in tens of milliseconds, so a
+// cancel (or a shutdown) sent after the first token can lose the race with
+// the request's natural end when a loaded machine holds the client back.
+// Such an attempt proves nothing and is retried, a few times at most.
+constexpr int kRaceAttempts = 5;
+
 TEST_F(ServingTest, CancellingMidStreamEndsTheRequestAndFreesItsKv) {
   ServedModel server({"--batch-policy", "adaptive"});
   ASSERT_TRUE(server.ready()) << server.log();
   for (bool shm : {true, false}) {
     auto client = connect_or_fail(server, shm);
     ASSERT_TRUE(client);
-    auto stream = client->generate(ids_request({1, 2, 3, 4, 5, 6, 7, 8}, 480, true));
-    ASSERT_TRUE(stream) << stream.error().to_string();
-    auto first = stream->next();
-    ASSERT_TRUE(first && *first) << (first ? "ended" : first.error().to_string());
-    ASSERT_TRUE(stream->cancel());
-    Outcome rest = collect(*stream);
-    ASSERT_TRUE(rest.error.empty()) << rest.error;
-    ASSERT_TRUE(rest.done);
-    EXPECT_THAT(rest.done->reason, Eq(FinishReason::kCancelled));
-    EXPECT_THAT(rest.done->completion_tokens, Lt(480u));
+    std::optional<Done> done;
+    for (int attempt = 0; attempt < kRaceAttempts; ++attempt) {
+      auto stream = client->generate(ids_request({1, 2, 3, 4, 5, 6, 7, 8}, 480, true));
+      ASSERT_TRUE(stream) << stream.error().to_string();
+      auto first = stream->next();
+      ASSERT_TRUE(first && *first) << (first ? "ended" : first.error().to_string());
+      ASSERT_TRUE(stream->cancel());
+      Outcome rest = collect(*stream);
+      ASSERT_TRUE(rest.error.empty()) << rest.error;
+      ASSERT_TRUE(rest.done);
+      done = rest.done;
+      if (done->reason != FinishReason::kLength) break;  // else: finished before the cancel
+    }
+    EXPECT_THAT(done->reason, Eq(FinishReason::kCancelled));
+    EXPECT_THAT(done->completion_tokens, Lt(480u));
+    // By the time the Done arrives the sequence and its KV are gone.
     auto stats = client->stats();
     ASSERT_TRUE(stats);
     EXPECT_THAT(stats->requests_active, Eq(0u));
@@ -142,11 +154,11 @@ TEST_P(ServingTransportTest, AKilledClientHasItsSequencesAndKvFreed) {
   ASSERT_TRUE(server.ready()) << server.log();
   auto observer = connect_or_fail(server, GetParam());
   ASSERT_TRUE(observer);
-  Child doomed({testing::binary_path("ringbench").string(), "--socket", server.socket(),
-                "--no-progress", "--transport", GetParam() ? "shm" : "socket", "--input-len",
-                "8", "--output-len", "480", "--concurrency", "4", "--requests", "100000",
-                "--warmup", "0"},
-               server.dir(), "doomed-ringbench");
+  Child doomed(
+      {testing::binary_path("ringbench").string(), "--socket", server.socket(), "--no-progress",
+       "--transport", GetParam() ? "shm" : "socket", "--input-len", "8", "--output-len", "480",
+       "--concurrency", "4", "--requests", "100000", "--warmup", "0"},
+      server.dir(), "doomed-ringbench");
   auto busy = [&] {
     auto stats = observer->stats();
     return stats && stats->requests_active > 0 && stats->kv_blocks_used > 0;
@@ -171,10 +183,8 @@ TEST_P(ServingTransportTest, AKilledClientHasItsSequencesAndKvFreed) {
   EXPECT_THAT(stats->requests_active, Eq(0u));
   EXPECT_THAT(stats->queue_depth, Eq(0u));
   EXPECT_THAT(stats->kv_blocks_used, Eq(0u));
-  // Its requests were cut off mid-stream, not finished.
-  EXPECT_THAT(server.log(),
-              ::testing::ContainsRegex("ended \\(.*; [1-9][0-9]* unfinished requests cancelled"))
-      << server.log();
+  // Its requests were cut off mid-stream (the debug log), not run to their end.
+  EXPECT_THAT(server.log(), ::testing::HasSubstr("done: cancelled after")) << server.log();
   Outcome after = generate(*observer, ids_request(kPrompts[0], kMaxNew, true));
   EXPECT_THAT(after.ids, Eq((*references_)[0].ids));
   EXPECT_THAT(server.stop(), Eq(0)) << server.log();
@@ -200,21 +210,27 @@ TEST_F(ServingTest, SigtermFinishesInFlightRequestsRemovesTheSocketAndExitsZero)
 }
 
 TEST_F(ServingTest, PastTheGracePeriodInFlightRequestsAreCancelled) {
-  ServedModel server({"--batch-policy", "adaptive", "--shutdown-grace-ms", "0"});
-  ASSERT_TRUE(server.ready()) << server.log();
-  auto client = connect_or_fail(server, false);
-  ASSERT_TRUE(client);
-  auto stream = client->generate(ids_request({1, 2, 3}, 500, true));
-  ASSERT_TRUE(stream);
-  auto first = stream->next();
-  ASSERT_TRUE(first && *first);
-  server.process().signal(SIGTERM);
-  Outcome rest = collect(*stream);
-  ASSERT_TRUE(rest.done) << rest.error;
-  EXPECT_THAT(rest.done->reason, Eq(FinishReason::kCancelled));
-  EXPECT_THAT(server.process().wait(std::chrono::seconds(120)), Eq(std::optional<int>(0)))
-      << server.log();
-  EXPECT_FALSE(std::filesystem::exists(server.socket()));
+  for (int attempt = 0; attempt < kRaceAttempts; ++attempt) {
+    ServedModel server({"--batch-policy", "adaptive", "--shutdown-grace-ms", "0"});
+    ASSERT_TRUE(server.ready()) << server.log();
+    auto client = connect_or_fail(server, false);
+    ASSERT_TRUE(client);
+    auto stream = client->generate(ids_request({1, 2, 3}, 500, true));
+    ASSERT_TRUE(stream);
+    auto first = stream->next();
+    ASSERT_TRUE(first && *first);
+    server.process().signal(SIGTERM);
+    Outcome rest = collect(*stream);
+    ASSERT_TRUE(rest.done) << rest.error;
+    EXPECT_THAT(server.process().wait(std::chrono::seconds(120)), Eq(std::optional<int>(0)))
+        << server.log();
+    EXPECT_FALSE(std::filesystem::exists(server.socket()));
+    if (rest.done->reason == FinishReason::kLength && attempt + 1 < kRaceAttempts) {
+      continue;  // finished before the signal arrived
+    }
+    EXPECT_THAT(rest.done->reason, Eq(FinishReason::kCancelled));
+    break;
+  }
 }
 
 TEST_F(ServingTest, BadRequestsGetClearErrors) {

@@ -71,8 +71,8 @@ TYPED_TEST(BackpressureTest, ASlowReaderGetsEveryTokenInOrderAndOthersAreNotHeld
   // The slow client reads nothing while another one is served, both while
   // its requests are generating and after all their events are queued.
   this->serve_a_fast_client(5, 7000);
-  ASSERT_TRUE(wait_until([&] { return this->dispatcher_->active() == 0; },
-                         std::chrono::seconds(60)));
+  ASSERT_TRUE(
+      wait_until([&] { return this->dispatcher_->active() == 0; }, std::chrono::seconds(60)));
   this->serve_a_fast_client(2, 9000);
 
   // Now it reads everything, pausing now and then.
@@ -119,9 +119,9 @@ TYPED_TEST(BackpressureTest, AStalledClientThatDisconnectsWithABacklogIsCleanedU
     ASSERT_TRUE(stalled->handshake(this->kShm));
     ASSERT_TRUE(stalled->send(protocol::encode(raw_request(1, 1, 100'000'000))));
     // Enough events to fill its ring or socket buffers several times over.
-    ASSERT_TRUE(wait_until(
-        [&] { return this->dispatcher_->stats().completion_tokens_total >= 6000; },
-        std::chrono::seconds(60)));
+    ASSERT_TRUE(
+        wait_until([&] { return this->dispatcher_->stats().completion_tokens_total >= 6000; },
+                   std::chrono::seconds(60)));
   }
   EXPECT_TRUE(wait_until([&] { return this->dispatcher_->active() == 0; }));
   EXPECT_THAT(this->dispatcher_->cancels_seen(), Eq(1u));

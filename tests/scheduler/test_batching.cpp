@@ -160,8 +160,8 @@ TEST_F(SchedulerTest, StatsNoLongerCountAFinishedOrCancelledRequestOrItsKvByItsD
   make();
   auto finishing = std::make_shared<StatsAtDoneSink>(*sut_);
   auto cancelled = std::make_shared<StatsAtDoneSink>(*sut_);
-  ASSERT_TRUE(sut_->submit(request(1, 8, 3), finishing));     // 1 block of 16 tokens
-  ASSERT_TRUE(sut_->submit(request(2, 8, 100), cancelled));   // 7 blocks
+  ASSERT_TRUE(sut_->submit(request(1, 8, 3), finishing));    // 1 block of 16 tokens
+  ASSERT_TRUE(sut_->submit(request(2, 8, 100), cancelled));  // 7 blocks
   EXPECT_THAT(sut_->stats().kv.blocks_total, Eq(1024)) << "known before the first step";
   clock_->advance(milliseconds(10));
   sut_->run_once();
