@@ -9,6 +9,8 @@ constexpr int kDecodeThreads = 128;
 // One block per (split, kv head, sequence): the block's G query heads share
 // every key and value it loads.
 __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(DecodeAttentionArgs a) {
+  detail::pdl_launch_dependents();
+  detail::pdl_wait();  // under programmatic launch: rope_kv's q and KV writes
   const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   const int n = a.context_lens[b];
   const int s0 = split * a.split_tokens;
@@ -22,16 +24,21 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
   float* q = smem;                           // [G][D]
   float* p = smem + kAttentionMaxGroup * D;  // [G][split_tokens]
   __shared__ float ml[kAttentionMaxGroup][2];
+  // Element offset of each of this split's keys in the pool: one block-table
+  // lookup per key, done once here, so the value loop below has a single
+  // dependent load per key instead of two.
+  __shared__ size_t base_of[kAttentionMaxSplitTokens];
 
   for (int i = threadIdx.x; i < G * D; i += kDecodeThreads)
     q[i] = __bfloat162float(a.q[static_cast<size_t>(b) * H * D + kvh * G * D + i]);
-  __syncthreads();
-
   const int32_t* table = a.block_tables + static_cast<size_t>(b) * a.max_blocks_per_seq;
-  auto slot_base = [&](int pos) {
+  for (int i = threadIdx.x; i < len; i += kDecodeThreads) {
+    const int pos = s0 + i;
     const int block = table[pos / BT];
-    return ((static_cast<size_t>(block) * KVH + kvh) * BT + pos % BT) * D;
-  };
+    base_of[i] = ((static_cast<size_t>(block) * KVH + kvh) * BT + pos % BT) * D;
+  }
+  __syncthreads();
+  auto slot_base = [&](int pos) { return base_of[pos - s0]; };
 
   // Scores: 8 lanes per key, each over D/8 dimensions, so a block covers 16
   // keys per round with every thread busy; partial dots meet by shuffles.
@@ -110,8 +117,10 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
     float acc[kAttentionMaxGroup];
 #pragma unroll
     for (int g = 0; g < kAttentionMaxGroup; ++g) acc[g] = 0.0f;
+      // Unrolled so several independent value loads are in flight per thread.
+#pragma unroll 8
     for (int i = 0; i < len; ++i) {
-      const float v = __bfloat162float(a.v_cache[slot_base(s0 + i) + d]);
+      const float v = __bfloat162float(a.v_cache[base_of[i] + d]);
 #pragma unroll
       for (int g = 0; g < kAttentionMaxGroup; ++g)
         if (g < G) acc[g] += p[g * a.split_tokens + i] * v;
@@ -132,13 +141,45 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
 }
 
 // Merges the splits of one (sequence, head): rescale each split's sums to the
-// global max, add, normalise.
+// global max, add, normalise. The split statistics are reduced by the whole
+// block and each split's weight exp(m_s - m) kept in shared memory, so the
+// per-dimension loop is a row of independent loads (unrolled) rather than
+// three serial passes of dependent ones. More splits than fit in shared
+// memory take the serial path.
+constexpr int kCombineSmemSplits = 2048;
+
 __global__ void attention_combine_kernel(DecodeAttentionArgs a) {
+  detail::pdl_launch_dependents();  // o_proj may start streaming its weights
+  detail::pdl_wait();               // under programmatic launch: the split kernel
   const int qh = blockIdx.x, b = blockIdx.y;
   const int D = a.head_dim, H = a.num_heads;
   const int n = a.context_lens[b];
   const int nsplits = min(a.max_splits, (n + a.split_tokens - 1) / a.split_tokens);
   const size_t base = (static_cast<size_t>(b) * H + qh) * a.max_splits;
+  __nv_bfloat16* out = a.out + static_cast<size_t>(b) * H * D + qh * D;
+  if (nsplits <= kCombineSmemSplits) {
+    __shared__ float weight[kCombineSmemSplits];
+    __shared__ float scratch[32];
+    float m = -INFINITY;
+    for (int s = threadIdx.x; s < nsplits; s += blockDim.x)
+      m = fmaxf(m, a.partial_ml[(base + s) * 2]);
+    m = detail::block_max(m, scratch);
+    float l = 0.0f;
+    for (int s = threadIdx.x; s < nsplits; s += blockDim.x) {
+      const float w = expf(a.partial_ml[(base + s) * 2] - m);
+      weight[s] = w;
+      l += w * a.partial_ml[(base + s) * 2 + 1];
+    }
+    l = detail::block_sum(l, scratch);  // its barriers also publish weight[]
+    const float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+      float o = 0.0f;
+#pragma unroll 8
+      for (int s = 0; s < nsplits; ++s) o += weight[s] * a.partial_o[(base + s) * D + d];
+      out[d] = __float2bfloat16(o * inv_l);
+    }
+    return;
+  }
   float m = -INFINITY;
   for (int s = 0; s < nsplits; ++s) m = fmaxf(m, a.partial_ml[(base + s) * 2]);
   float l = 0.0f;
@@ -149,7 +190,7 @@ __global__ void attention_combine_kernel(DecodeAttentionArgs a) {
     float o = 0.0f;
     for (int s = 0; s < nsplits; ++s)
       o += expf(a.partial_ml[(base + s) * 2] - m) * a.partial_o[(base + s) * D + d];
-    a.out[static_cast<size_t>(b) * H * D + qh * D + d] = __float2bfloat16(o * inv_l);
+    out[d] = __float2bfloat16(o * inv_l);
   }
 }
 
@@ -208,11 +249,11 @@ namespace detail {
 cudaError_t attention_decode_launch(const DecodeAttentionArgs& a, cudaStream_t stream) {
   const size_t smem = sizeof(float) * kAttentionMaxGroup * (a.head_dim + a.split_tokens);
   const dim3 grid(a.max_splits, a.num_kv_heads, a.batch);
-  attention_decode_kernel<<<grid, kDecodeThreads, smem, stream>>>(a);
-  cudaError_t err = cudaGetLastError();
+  const cudaError_t err =
+      launch_maybe_pdl(attention_decode_kernel, grid, dim3(kDecodeThreads), smem, stream, a.pdl, a);
   if (err != cudaSuccess) return err;
-  attention_combine_kernel<<<dim3(a.num_heads, a.batch), 128, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch_maybe_pdl(attention_combine_kernel, dim3(a.num_heads, a.batch), dim3(128), 0,
+                          stream, a.pdl, a);
 }
 
 cudaError_t prefill_pointers_launch(const PrefillAttentionArgs& a, int s, cudaStream_t stream) {

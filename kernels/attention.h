@@ -40,6 +40,7 @@ struct DecodeAttentionArgs {
   float* partial_o = nullptr;    // [batch, H, max_splits, D]
   float* partial_ml = nullptr;   // [batch, H, max_splits, 2]
   __nv_bfloat16* out = nullptr;  // [batch, H*D]
+  bool pdl = false;              // programmatic dependent launch (sm_90; see common.cuh)
 };
 
 #ifndef __CUDACC__

@@ -94,6 +94,51 @@ __device__ __forceinline__ uint4 ld_nc_u4(const void* p) {
   return r;
 }
 
+// Programmatic dependent launch (sm_90+; no-ops below). A kernel launched
+// with the programmatic-serialization attribute may start while its
+// predecessor in the stream still runs; pdl_wait() blocks until that
+// predecessor has completed and its writes are visible, so everything that
+// reads a predecessor's output (or writes what it reads) must come after it.
+// pdl_wait() in a kernel launched normally returns at once.
+// pdl_launch_dependents() lets the next kernel, if it was launched with the
+// attribute, start now (it still waits for this one in its pdl_wait()).
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Launches `kernel` normally, or (pdl) with the programmatic-serialization
+// attribute so it may start before its predecessor in the stream ends. Only
+// for kernels that call pdl_wait() before their first access to memory a
+// predecessor writes or reads. Returns the launch error.
+template <typename... Params, typename... Args>
+cudaError_t launch_maybe_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                             cudaStream_t stream, bool pdl, Args... args) {
+  if (!pdl) {
+    kernel<<<grid, block, smem, stream>>>(args...);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+  return err != cudaSuccess ? err : cudaGetLastError();
+}
+
 __device__ __forceinline__ float silu(float x) {
   return x / (1.0f + expf(-x));
 }

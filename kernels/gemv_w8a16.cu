@@ -139,6 +139,10 @@ __global__ void __launch_bounds__(WARPS * 32)
   // Activations are re-read from L1/L2 at compute time so registers go to
   // weight bytes in flight (8 KB per warp for one tile).
   constexpr int U = TILES == 1 ? 8 : 4;
+  // Under programmatic dependent launch: wait for the producer of X (and of
+  // `out`, for the residual epilogue) before anything else.
+  detail::pdl_launch_dependents();
+  detail::pdl_wait();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * 16 * TILES;
@@ -215,14 +219,14 @@ __global__ void __launch_bounds__(WARPS * 32)
   reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
 }
 
-// The grouped variant (GemvConfig::unroll = U > 0). Same fragment layout and
-// K split as the kernel above, but every group of U chunks is loaded with
-// predication: a warp with fewer than U whole chunks left (qkv and o_proj at
-// 8 or 16 warps own 4-7 chunks each) still issues all of its loads before the
-// first mma, instead of loading and multiplying one chunk at a time (one
-// DRAM latency per chunk). The loads are not `volatile`, so the compiler is
-// free to hoist them. The partial last chunk (cols % 64 != 0) and unaligned
-// matrices go through the checked path, spread over the warps.
+// The grouped variant (GemvConfig::unroll = U > 0). Same fragment layout as
+// the kernel above, but every group of U chunks is loaded with predication:
+// a warp with fewer than U whole chunks left (qkv and o_proj at 8 or 16 warps
+// own 4-7 chunks each) still issues all of its loads before the first mma,
+// instead of loading and multiplying one chunk at a time (one DRAM latency
+// per chunk), and the chunks are interleaved over the warps (see below). The loads are not
+// `volatile`, so the compiler is free to hoist them. The partial last chunk (cols % 64 != 0) and
+// unaligned matrices go through the checked path, spread over the warps.
 template <int TILES, int WARPS, int U, GemvEpilogue EPI>
 __global__ void __launch_bounds__(WARPS * 32)
     gemv_w8a16_grouped_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
@@ -230,6 +234,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                               const __nv_bfloat16* __restrict__ X, int batch,
                               void* __restrict__ out, int ld_out, bool vec) {
   static_assert(TILES * U <= 8, "weight registers: at most 8 chunk-tiles in flight per warp");
+  detail::pdl_launch_dependents();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * 16 * TILES;
@@ -250,23 +255,25 @@ __global__ void __launch_bounds__(WARPS * 32)
 
   const int nchunks = (K + 63) / 64;
   const int nfull = vec ? K / 64 : 0;  // whole, 16-byte aligned chunks
-  const int per_warp = (nfull + WARPS - 1) / WARPS;
-  const int c_begin = min(nfull, warp * per_warp);
-  const int c_end = min(nfull, c_begin + per_warp);
+  // Warp w owns whole chunks w, w + WARPS, w + 2 WARPS, ...: at any moment
+  // the block's warps stream one contiguous span of WARPS * 64 bytes of each
+  // of its rows (DRAM-friendly), unlike the original kernel's contiguous
+  // per-warp ranges that scatter a block's loads over the whole row.
+  const int mine = nfull > warp ? (nfull - warp + WARPS - 1) / WARPS : 0;
 
   float acc[TILES][4];
 #pragma unroll
   for (int i = 0; i < TILES; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  // c, c_end are warp-uniform, so every branch below is too (mma.sync needs
-  // the whole warp).
-  for (int c = c_begin; c < c_end; c += U) {
+  // j and mine are warp-uniform, so every branch below is too (mma.sync
+  // needs the whole warp).
+  for (int j = 0; j < mine; j += U) {
     Chunk ch[U][TILES];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const bool live = c + u < c_end;
-      const int k0 = (c + u) * 64 + t * 16;
+      const bool live = j + u < mine;
+      const int k0 = ((j + u) * WARPS + warp) * 64 + t * 16;
 #pragma unroll
       for (int i = 0; i < TILES; ++i) {
 #pragma unroll
@@ -274,10 +281,14 @@ __global__ void __launch_bounds__(WARPS * 32)
           ch[u][i].w[h] = live && rvalid[i][h] ? detail::ld_nc_u4(wrow[i][h] + k0) : zero;
       }
     }
+    // Weights never change, so the first group's loads may be in flight
+    // before the producer of X has finished (programmatic dependent launch);
+    // X is read only after this. A no-op once satisfied.
+    detail::pdl_wait();
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (c + u < c_end) {
-        const int k0 = (c + u) * 64 + t * 16;
+      if (j + u < mine) {
+        const int k0 = ((j + u) * WARPS + warp) * 64 + t * 16;
         const uint4* xp = reinterpret_cast<const uint4*>(xrow + k0);
         const uint4 xv[2] = {xvalid ? __ldg(xp) : zero, xvalid ? __ldg(xp + 1) : zero};
 #pragma unroll
@@ -285,6 +296,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       }
     }
   }
+  detail::pdl_wait();  // for warps without whole chunks
   for (int c = nfull + warp; c < nchunks; c += WARPS) {
     const int k0 = c * 64 + t * 16;
 #pragma unroll
@@ -300,29 +312,28 @@ __global__ void __launch_bounds__(WARPS * 32)
   reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
 }
 
+// Every GEMV kernel calls pdl_wait() before touching X or `out`, so a.pdl may
+// launch it with the programmatic-serialization attribute.
 template <int TILES, int WARPS, GemvEpilogue EPI>
-void launch(int unroll, const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch,
-            int ld_out, bool vec, cudaStream_t stream) {
+cudaError_t launch(int unroll, const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch,
+                   int ld_out, bool vec, cudaStream_t stream) {
   const int rows_per_block = 16 * TILES;
-  const int blocks = (a.rows + rows_per_block - 1) / rows_per_block;
+  const dim3 grid((a.rows + rows_per_block - 1) / rows_per_block), block(WARPS * 32);
   // Unroll values per tile count: 4 or 8 for one tile, 2 or 4 for two (the
   // checked API rejects anything else); 0 is the original kernel.
   constexpr int kSmall = TILES == 1 ? 4 : 2, kLarge = TILES == 1 ? 8 : 4;
-  if (unroll == kSmall) {
-    gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI><<<blocks, WARPS * 32, 0, stream>>>(
-        a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
-  } else if (unroll == kLarge) {
-    gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI><<<blocks, WARPS * 32, 0, stream>>>(
-        a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
-  } else {
-    gemv_w8a16_kernel<TILES, WARPS, EPI><<<blocks, WARPS * 32, 0, stream>>>(
-        a.w, a.scale, a.bias, a.rows, a.cols, x, batch, out, ld_out, vec);
-  }
+  auto go = [&](auto kernel) {
+    return detail::launch_maybe_pdl(kernel, grid, block, 0, stream, a.pdl, a.w, a.scale, a.bias,
+                                    a.rows, a.cols, x, batch, out, ld_out, vec);
+  };
+  if (unroll == kSmall) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI>);
+  if (unroll == kLarge) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI>);
+  return go(gemv_w8a16_kernel<TILES, WARPS, EPI>);
 }
 
 template <int TILES, GemvEpilogue EPI>
-void launch_warps(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x, void* out,
-                  int batch, int ld_out, bool vec, cudaStream_t stream) {
+cudaError_t launch_warps(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x,
+                         void* out, int batch, int ld_out, bool vec, cudaStream_t stream) {
   switch (cfg.warps) {
     case 4:
       return launch<TILES, 4, EPI>(cfg.unroll, a, x, out, batch, ld_out, vec, stream);
@@ -334,11 +345,12 @@ void launch_warps(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16*
 }
 
 template <GemvEpilogue EPI>
-void launch_tiles(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x, void* out,
-                  int batch, int ld_out, bool vec, cudaStream_t stream) {
+cudaError_t launch_tiles(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x,
+                         void* out, int batch, int ld_out, bool vec, cudaStream_t stream) {
   if (cfg.tiles == 2) return launch_warps<2, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
   if constexpr (EPI != GemvEpilogue::kSiluMulBf16)
-    launch_warps<1, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
+    return launch_warps<1, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
+  return cudaErrorInvalidValue;  // gate/up needs two tiles (checked by the API)
 }
 
 size_t out_elem_size(GemvEpilogue e) {
@@ -360,21 +372,21 @@ cudaError_t gemv_w8a16_launch(const GemvArgs& a, const GemvConfig& cfg, cudaStre
     const __nv_bfloat16* x = a.x + static_cast<size_t>(b0) * a.cols;
     void* out =
         static_cast<char*>(a.out) + static_cast<size_t>(b0) * ld_out * out_elem_size(a.epilogue);
+    cudaError_t err = cudaSuccess;
     switch (a.epilogue) {
       case GemvEpilogue::kStoreF32:
-        launch_tiles<GemvEpilogue::kStoreF32>(cfg, a, x, out, nb, ld_out, vec, stream);
+        err = launch_tiles<GemvEpilogue::kStoreF32>(cfg, a, x, out, nb, ld_out, vec, stream);
         break;
       case GemvEpilogue::kStoreBf16:
-        launch_tiles<GemvEpilogue::kStoreBf16>(cfg, a, x, out, nb, ld_out, vec, stream);
+        err = launch_tiles<GemvEpilogue::kStoreBf16>(cfg, a, x, out, nb, ld_out, vec, stream);
         break;
       case GemvEpilogue::kResidualAddF32:
-        launch_tiles<GemvEpilogue::kResidualAddF32>(cfg, a, x, out, nb, ld_out, vec, stream);
+        err = launch_tiles<GemvEpilogue::kResidualAddF32>(cfg, a, x, out, nb, ld_out, vec, stream);
         break;
       case GemvEpilogue::kSiluMulBf16:
-        launch_tiles<GemvEpilogue::kSiluMulBf16>(cfg, a, x, out, nb, ld_out, vec, stream);
+        err = launch_tiles<GemvEpilogue::kSiluMulBf16>(cfg, a, x, out, nb, ld_out, vec, stream);
         break;
     }
-    const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
   return cudaSuccess;

@@ -34,6 +34,11 @@ struct GemvArgs {
   void* out = nullptr;
   int ld_out = 0;  // row stride of out in elements; 0 = rows (rows/2 for kSiluMulBf16)
   GemvEpilogue epilogue = GemvEpilogue::kStoreF32;
+  // Launch with programmatic dependent launch (sm_90): the kernel may start
+  // while the previous kernel in the stream still runs, streaming its first
+  // weights, and waits for it before reading x or touching out. Requires
+  // compute capability 9.0 (the caller checks).
+  bool pdl = false;
 };
 
 // Launch shape: `tiles` 16-row mma tiles per block (2 for kSiluMulBf16: one

@@ -6,11 +6,11 @@ namespace ringserve::kernels {
 
 Status rmsnorm_f32_to_bf16(const float* x, const float* weight, __nv_bfloat16* y, int rows,
                            int cols, float eps, const int32_t* rows_index, cudaStream_t stream,
-                           __nv_bfloat16* y_lo) {
+                           __nv_bfloat16* y_lo, bool pdl) {
   if (rows <= 0 || cols <= 0)
     return make_error(Errc::kInvalidArgument, "rmsnorm: bad shape {}x{}", rows, cols);
   if (!x || !weight || !y) return make_error(Errc::kInvalidArgument, "rmsnorm: null pointer");
-  CUDA_CHECK(detail::rmsnorm_launch(x, weight, y, rows, cols, eps, rows_index, stream, y_lo));
+  CUDA_CHECK(detail::rmsnorm_launch(x, weight, y, rows, cols, eps, rows_index, stream, y_lo, pdl));
   return ok();
 }
 

@@ -1,5 +1,7 @@
 #include "rope_kv.h"
 
+#include <cmath>
+
 #include "cuda_check.h"
 
 namespace ringserve::kernels {
@@ -7,7 +9,7 @@ namespace {
 
 Status check(const RopeKvArgs& a, int ld_qkv) {
   if (a.ntok <= 0 || a.num_heads <= 0 || a.num_kv_heads <= 0 || a.head_dim <= 0 ||
-      a.head_dim % 2 != 0 || a.block_tokens <= 0)
+      a.head_dim % 2 != 0 || a.head_dim > 256 || a.block_tokens <= 0)
     return make_error(Errc::kInvalidArgument, "rope_kv_write: bad shape");
   if (ld_qkv < (a.num_heads + 2 * a.num_kv_heads) * a.head_dim)
     return make_error(Errc::kInvalidArgument, "rope_kv_write: ld_qkv {} too small", ld_qkv);
@@ -17,6 +19,15 @@ Status check(const RopeKvArgs& a, int ld_qkv) {
 }
 
 }  // namespace
+
+std::vector<float> rope_inv_freq(int head_dim, double theta) {
+  std::vector<float> f(head_dim / 2);
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const auto exact = static_cast<float>(1.0 / std::pow(theta, (2.0 * i) / head_dim));
+    f[i] = __bfloat162float(__float2bfloat16_rn(exact));
+  }
+  return f;
+}
 
 Status rope_kv_write(const float* qkv, int ld_qkv, const RopeKvArgs& args, cudaStream_t stream) {
   RS_TRY_STATUS(check(args, ld_qkv));

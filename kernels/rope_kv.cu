@@ -4,62 +4,112 @@
 namespace ringserve::kernels {
 namespace {
 
-__global__ void rope_kv_kernel(const float* __restrict__ qkv, int ld,
-                               const float* __restrict__ scale, const float* __restrict__ bias,
-                               RopeKvArgs a) {
+// One block per (token, group of kHeadsPerBlock heads) of the H + 2 * KVH
+// heads in the qkv row (q, k, then v heads), so a single decode token still
+// spreads over (H + 2 * KVH) / 4 blocks. Each block computes the token's
+// head_dim / 2 (cos, sin) pairs once into shared memory; every rotation of the
+// block reads them from there.
+constexpr int kThreads = 128;
+constexpr int kHeadsPerBlock = 4;
+constexpr int kMaxHalf = 128;  // head_dim <= 256 (checked on the host)
+constexpr int kPairsPerThread = kHeadsPerBlock * kMaxHalf / kThreads;
+
+__global__ void __launch_bounds__(kThreads)
+    rope_kv_kernel(const float* __restrict__ qkv, int ld, const float* __restrict__ scale,
+                   const float* __restrict__ bias, RopeKvArgs a) {
+  detail::pdl_launch_dependents();
+  detail::pdl_wait();  // under programmatic launch: the GEMV that wrote qkv
   const int tok = blockIdx.x;
   const int H = a.num_heads, KVH = a.num_kv_heads, D = a.head_dim, half = D / 2;
+  const int h0 = blockIdx.y * kHeadsPerBlock;
+  const int nh = min(kHeadsPerBlock, H + 2 * KVH - h0);
   const float* row = qkv + static_cast<size_t>(tok) * ld;
-  const float pos = static_cast<float>(a.positions[tok]);
-  const int slot = a.slots[tok];
-  const int block = slot / a.block_tokens, off = slot % a.block_tokens;
   auto value = [&](int col) {
     float v = row[col];
     if (scale) v *= scale[col];
     if (bias) v += bias[col];
     return v;
   };
+
+  // This thread's (head, i) pairs, loaded before the table is built so the
+  // loads overlap the sincos.
+  float x1[kPairsPerThread], x2[kPairsPerThread];
+#pragma unroll
+  for (int k = 0; k < kPairsPerThread; ++k) {
+    const int idx = threadIdx.x + k * kThreads;
+    if (idx < nh * half) {
+      const int col = (h0 + idx / half) * D + idx % half;
+      x1[k] = value(col);
+      x2[k] = value(col + half);
+    }
+  }
+
+  // cos/sin of pos * inv_freq[i] in fp32 with the precise sincosf, as the CPU
+  // reference (server/engine/rope.cpp) computes them. inv_freq is rounded to
+  // bf16 there: transformers keeps it as a buffer cast with a bf16
+  // checkpoint, so the golden logits were produced with bf16 frequencies
+  // (exact fp32 ones cost ~0.7% of first-step logits at a 40-token prompt).
+  // Without a precomputed table the double pow keeps the pre-rounding value
+  // equal to the CPU's, so both round to the same bf16.
+  __shared__ float cos_t[kMaxHalf], sin_t[kMaxHalf];
+  if (h0 < H + KVH) {
+    const float pos = static_cast<float>(a.positions[tok]);
+    for (int i = threadIdx.x; i < half; i += kThreads) {
+      float inv_freq;
+      if (a.inv_freq) {
+        inv_freq = a.inv_freq[i];
+      } else {
+        const float exact =
+            static_cast<float>(1.0 / pow(static_cast<double>(a.rope_theta), (2.0 * i) / D));
+        inv_freq = __bfloat162float(__float2bfloat16_rn(exact));
+      }
+      float s, c;
+      sincosf(pos * inv_freq, &s, &c);
+      cos_t[i] = c;
+      sin_t[i] = s;
+    }
+  }
+  __syncthreads();
+
+  const int slot = a.slots[tok];
+  const int block = slot / a.block_tokens, off = slot % a.block_tokens;
   auto cache_index = [&](int kvh, int d) {
     return ((static_cast<size_t>(block) * KVH + kvh) * a.block_tokens + off) * D + d;
   };
-  // Rotations: one (head, i) pair per thread for q and k heads.
-  for (int idx = threadIdx.x; idx < (H + KVH) * half; idx += blockDim.x) {
-    const int head = idx / half, i = idx % half;
-    const int col = head * D + i;
-    const float x1 = value(col), x2 = value(col + half);
-    // inv_freq rounded to bf16, exactly as the CPU reference computes it
-    // (server/engine/rope.h): transformers keeps inv_freq as a buffer that is
-    // cast with a bf16 checkpoint, so the golden logits were produced with
-    // bf16 frequencies. Exact fp32 frequencies rotate position p by up to
-    // p * 2^-9 rad differently, which alone costs ~1% of first-step logits
-    // at a 40-token prompt. The double pow keeps the pre-rounding value equal
-    // to the CPU's, so both round to the same bf16.
-    const float exact =
-        static_cast<float>(1.0 / pow(static_cast<double>(a.rope_theta), (2.0 * i) / D));
-    const float inv_freq = __bfloat162float(__float2bfloat16_rn(exact));
-    float s, c;
-    sincosf(pos * inv_freq, &s, &c);
-    const float o1 = x1 * c - x2 * s, o2 = x2 * c + x1 * s;
-    if (head < H) {
-      __nv_bfloat16* q = a.q_out + static_cast<size_t>(tok) * H * D + head * D;
-      q[i] = __float2bfloat16(o1);
-      q[i + half] = __float2bfloat16(o2);
+#pragma unroll
+  for (int k = 0; k < kPairsPerThread; ++k) {
+    const int idx = threadIdx.x + k * kThreads;
+    if (idx >= nh * half) continue;
+    const int head = h0 + idx / half, i = idx % half;
+    if (head < H + KVH) {
+      const float c = cos_t[i], s = sin_t[i];
+      const __nv_bfloat16 o1 = __float2bfloat16(x1[k] * c - x2[k] * s);
+      const __nv_bfloat16 o2 = __float2bfloat16(x2[k] * c + x1[k] * s);
+      if (head < H) {
+        __nv_bfloat16* q = a.q_out + static_cast<size_t>(tok) * H * D + head * D;
+        q[i] = o1;
+        q[i + half] = o2;
+      } else {
+        const int kvh = head - H;
+        a.k_cache[cache_index(kvh, i)] = o1;
+        a.k_cache[cache_index(kvh, i + half)] = o2;
+        if (a.k_out) {
+          __nv_bfloat16* kp = a.k_out + static_cast<size_t>(tok) * KVH * D + kvh * D;
+          kp[i] = o1;
+          kp[i + half] = o2;
+        }
+      }
     } else {
-      const int kvh = head - H;
-      a.k_cache[cache_index(kvh, i)] = __float2bfloat16(o1);
-      a.k_cache[cache_index(kvh, i + half)] = __float2bfloat16(o2);
-      if (a.k_out) {
-        __nv_bfloat16* k = a.k_out + static_cast<size_t>(tok) * KVH * D + kvh * D;
-        k[i] = __float2bfloat16(o1);
-        k[i + half] = __float2bfloat16(o2);
+      const int kvh = head - H - KVH;
+      const __nv_bfloat16 v1 = __float2bfloat16(x1[k]), v2 = __float2bfloat16(x2[k]);
+      a.v_cache[cache_index(kvh, i)] = v1;
+      a.v_cache[cache_index(kvh, i + half)] = v2;
+      if (a.v_out) {
+        __nv_bfloat16* vp = a.v_out + static_cast<size_t>(tok) * KVH * D + kvh * D;
+        vp[i] = v1;
+        vp[i + half] = v2;
       }
     }
-  }
-  for (int idx = threadIdx.x; idx < KVH * D; idx += blockDim.x) {
-    const int kvh = idx / D, d = idx % D;
-    const __nv_bfloat16 v = __float2bfloat16(value((H + KVH) * D + idx));
-    a.v_cache[cache_index(kvh, d)] = v;
-    if (a.v_out) a.v_out[static_cast<size_t>(tok) * KVH * D + idx] = v;
   }
 }
 
@@ -69,8 +119,10 @@ namespace detail {
 
 cudaError_t rope_kv_launch(const float* qkv, int ld_qkv, const float* scale, const float* bias,
                            const RopeKvArgs& args, cudaStream_t stream) {
-  rope_kv_kernel<<<args.ntok, 256, 0, stream>>>(qkv, ld_qkv, scale, bias, args);
-  return cudaGetLastError();
+  const int heads = args.num_heads + 2 * args.num_kv_heads;
+  const dim3 grid(args.ntok, (heads + kHeadsPerBlock - 1) / kHeadsPerBlock);
+  return launch_maybe_pdl(rope_kv_kernel, grid, dim3(kThreads), 0, stream, args.pdl, qkv, ld_qkv,
+                          scale, bias, args);
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 // Post-processing of the fused q/k/v projection: bias and per-row scale (when
 // the producer left them out), RoPE (Hugging Face Qwen2 rotate-half) on q and
-// k, and the write of k and v into the paged KV cache.
+// k, and the write of k and v into the paged KV cache. head_dim <= 256.
 //
 // qkv row layout: [q (H*D) | k (KVH*D) | v (KVH*D)].
 // KV cache layout per layer: [block][kv_head][block_tokens][head_dim] bf16, so
@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 #ifndef __CUDACC__
 #include "ringserve/common/expected.h"
@@ -24,6 +25,10 @@ struct RopeKvArgs {
   int num_kv_heads = 0;
   int head_dim = 0;  // even
   float rope_theta = 10000.0f;
+  // Device table [head_dim / 2] of bf16-rounded inverse frequencies, from
+  // rope_inv_freq() uploaded once at start-up. Null: every block computes
+  // them (double pow per entry; the slower path, same values).
+  const float* inv_freq = nullptr;
   const int32_t* positions = nullptr;  // [ntok]
   const int32_t* slots = nullptr;      // [ntok]: block * block_tokens + offset
   int block_tokens = 0;
@@ -32,9 +37,14 @@ struct RopeKvArgs {
   __nv_bfloat16* v_cache = nullptr;
   __nv_bfloat16* k_out = nullptr;  // optional contiguous copy [ntok, KVH*D] (prefill)
   __nv_bfloat16* v_out = nullptr;
+  bool pdl = false;  // programmatic dependent launch (sm_90; see common.cuh)
 };
 
 #ifndef __CUDACC__
+// The inverse frequencies theta^(-2i/head_dim), i < head_dim / 2, rounded to
+// bf16 exactly as the CPU engine does (server/engine/rope.cpp).
+std::vector<float> rope_inv_freq(int head_dim, double theta);
+
 // Decode: qkv already holds acc * scale + bias (the GEMV epilogue did it).
 Status rope_kv_write(const float* qkv, int ld_qkv, const RopeKvArgs& args, cudaStream_t stream);
 

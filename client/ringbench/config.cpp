@@ -35,7 +35,15 @@ std::string Config::describe() const {
 }
 
 const char* transport_name(Transport t) {
-  return t == Transport::kShm ? "shm" : "socket";
+  switch (t) {
+    case Transport::kShm:
+      return "shm";
+    case Transport::kSocket:
+      return "socket";
+    case Transport::kHttp:
+      return "http";
+  }
+  return "?";
 }
 
 nlohmann::json to_json(const Config& c) {

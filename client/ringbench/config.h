@@ -13,10 +13,14 @@
 
 namespace ringbench {
 
-enum class Transport { kShm, kSocket };
+// shm: socket + shared-memory ring; socket: every message over the socket;
+// http: HTTP+JSON streaming /v1/completions (the socket still carries the
+// server's facts and stats).
+enum class Transport { kShm, kSocket, kHttp };
 
 struct Config {
-  std::string socket_path;  // empty: the SDK's default path
+  std::string socket_path;                      // empty: the SDK's default path
+  std::string http_address = "127.0.0.1:8080";  // HOST:PORT of `serve --http`
   Transport transport = Transport::kShm;
   int input_len = 512;
   int output_len = 256;

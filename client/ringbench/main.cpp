@@ -3,6 +3,10 @@
 //   ringbench --input-len 512 --output-len 256 --batch 1 --runs 10
 //   ringbench --concurrency 8 --requests 64 --transport socket --json out.json
 //   ringbench --rate 2.5 --requests 100            (Poisson arrivals)
+//   ringbench --transport http --http 127.0.0.1:8080 --concurrency 4 --requests 32
+//   ringbench --transport all --http 127.0.0.1:8080 --json out.json
+//                     (shm, socket and http one after another, side by side;
+//                      writes out-shm.json, out-socket.json, out-http.json)
 //   ringbench compare A.json B.json
 //
 // Prompts are token ids of exactly --input-len (seeded), and every request
@@ -10,13 +14,35 @@
 // Exit status: 0 all requests succeeded, 1 some failed or the run could not
 // start, 2 bad usage.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "compare.h"
 #include "config.h"
 #include "runner.h"
+
+namespace {
+
+bool write_json(const ringbench::Report& report, const std::string& path) {
+  std::ofstream out(path);
+  out << ringbench::report_json(report).dump(2) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "ringbench: cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// out.json -> out-http.json
+std::string with_suffix(const std::string& path, const char* suffix) {
+  std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-" + suffix + p.extension().string())).string();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ringbench: load generator for ringserve"};
@@ -47,8 +73,13 @@ int main(int argc, char** argv) {
           ->check(CLI::PositiveNumber);
   rate_opt->excludes(concurrency_opt);
   std::string transport = "shm";
-  app.add_option("--transport", transport, "shm (socket + shared-memory ring) or socket")
-      ->check(CLI::IsMember({"shm", "socket"}))
+  app.add_option("--transport", transport,
+                 "shm (socket + shared-memory ring), socket, http (HTTP+JSON, SSE), or all "
+                 "(the three in turn, side by side)")
+      ->check(CLI::IsMember({"shm", "socket", "http", "all"}))
+      ->capture_default_str();
+  app.add_option("--http", config.http_address,
+                 "HOST:PORT of the server's HTTP API (`serve --http`), for --transport http|all")
       ->capture_default_str();
   app.add_option("--warmup", config.warmup, "Unmeasured requests sent first")
       ->check(CLI::NonNegativeNumber)
@@ -90,22 +121,40 @@ int main(int argc, char** argv) {
   if (*concurrency_opt) config.concurrency = concurrency;
   if (*requests_opt) config.requests = requests;
   if (*rate_opt) config.rate = rate;
-  config.transport =
-      transport == "socket" ? ringbench::Transport::kSocket : ringbench::Transport::kShm;
   config.progress = !no_progress;
-  auto report = ringbench::run_benchmark(config);
-  if (!report) {
-    std::fprintf(stderr, "ringbench: %s\n", report.error().to_string().c_str());
-    return 1;
+  std::vector<ringbench::Transport> transports;
+  if (transport == "all") {
+    transports = {ringbench::Transport::kShm, ringbench::Transport::kSocket,
+                  ringbench::Transport::kHttp};
+  } else if (transport == "socket") {
+    transports = {ringbench::Transport::kSocket};
+  } else if (transport == "http") {
+    transports = {ringbench::Transport::kHttp};
+  } else {
+    transports = {ringbench::Transport::kShm};
   }
-  std::fputs(ringbench::format_table(*report).c_str(), stdout);
-  if (!config.json_path.empty()) {
-    std::ofstream out(config.json_path);
-    out << ringbench::report_json(*report).dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "ringbench: cannot write %s\n", config.json_path.c_str());
+
+  std::vector<ringbench::Report> reports;
+  int failed = 0;
+  for (ringbench::Transport t : transports) {
+    config.transport = t;
+    auto report = ringbench::run_benchmark(config);
+    if (!report) {
+      std::fprintf(stderr, "ringbench: %s: %s\n", ringbench::transport_name(t),
+                   report.error().to_string().c_str());
       return 1;
     }
+    std::fputs(ringbench::format_table(*report).c_str(), stdout);
+    if (transports.size() > 1) std::fputc('\n', stdout);
+    if (!config.json_path.empty()) {
+      const std::string path = transports.size() > 1
+                                   ? with_suffix(config.json_path, ringbench::transport_name(t))
+                                   : config.json_path;
+      if (!write_json(*report, path)) return 1;
+    }
+    failed += report->summary.requests_failed;
+    reports.push_back(std::move(report).value());
   }
-  return report->summary.requests_failed == 0 ? 0 : 1;
+  if (reports.size() > 1) std::fputs(ringbench::format_transport_table(reports).c_str(), stdout);
+  return failed == 0 ? 0 : 1;
 }

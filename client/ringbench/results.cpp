@@ -23,6 +23,21 @@ nlohmann::json to_json(const Distribution& d) {
 
 }  // namespace
 
+void RequestTimer::tokens(int n, std::chrono::steady_clock::time_point now) {
+  if (n <= 0) return;
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  record_.output_tokens += n;
+  if (first_) {
+    record_.ttft_ms = ms(sent_, now);
+    first_ = false;
+    // Tokens delivered together with the first one have no gap of their own.
+    for (int i = 1; i < n; ++i) record_.itl_ms.push_back(0.0);
+  } else {
+    for (int i = 0; i < n; ++i) record_.itl_ms.push_back(ms(last_, now) / n);
+  }
+  last_ = now;
+}
+
 Distribution distribution(std::vector<double> samples) {
   Distribution d;
   d.count = samples.size();
@@ -39,7 +54,7 @@ Distribution distribution(std::vector<double> samples) {
 Summary summarize(const std::vector<RequestRecord>& records, double wall_s) {
   Summary s;
   s.wall_s = wall_s;
-  std::vector<double> ttft, itl, e2e, queue, prefill;
+  std::vector<double> ttft, itl, e2e, queue, prefill, ttft_overhead, e2e_overhead;
   std::set<std::string> seen;
   for (const RequestRecord& r : records) {
     if (!r.ok) {
@@ -51,8 +66,12 @@ Summary summarize(const std::vector<RequestRecord>& records, double wall_s) {
     s.output_tokens += r.output_tokens;
     ttft.push_back(r.ttft_ms);
     e2e.push_back(r.e2e_ms);
-    queue.push_back(r.queue_ms);
-    prefill.push_back(r.prefill_ms);
+    if (r.has_server_timings) {
+      queue.push_back(r.queue_ms);
+      prefill.push_back(r.prefill_ms);
+      ttft_overhead.push_back(r.ttft_ms - r.server_ttft_ms);
+      e2e_overhead.push_back(r.e2e_ms - r.server_total_ms);
+    }
     itl.insert(itl.end(), r.itl_ms.begin(), r.itl_ms.end());
   }
   if (wall_s > 0) {
@@ -64,6 +83,8 @@ Summary summarize(const std::vector<RequestRecord>& records, double wall_s) {
   s.e2e_ms = distribution(std::move(e2e));
   s.queue_ms = distribution(std::move(queue));
   s.prefill_ms = distribution(std::move(prefill));
+  s.ttft_overhead_ms = distribution(std::move(ttft_overhead));
+  s.e2e_overhead_ms = distribution(std::move(e2e_overhead));
   return s;
 }
 
@@ -79,6 +100,10 @@ nlohmann::json to_json(const Summary& s) {
           {"e2e_ms", to_json(s.e2e_ms)},
           {"queue_ms", to_json(s.queue_ms)},
           {"prefill_ms", to_json(s.prefill_ms)},
+          {"ttft_overhead_ms", to_json(s.ttft_overhead_ms)},
+          {"e2e_overhead_ms", to_json(s.e2e_overhead_ms)},
+          {"client_cpu_us_per_token", s.client_cpu_us_per_token},
+          {"round_trip_us", to_json(s.round_trip_us)},
           {"errors", s.errors}};
 }
 
@@ -113,10 +138,64 @@ std::string format_table(const Report& r) {
   row("end to end", s.e2e_ms);
   row("queue (server)", s.queue_ms);
   row("prefill (server)", s.prefill_ms);
+  row("TTFT - server's", s.ttft_overhead_ms);
+  row("e2e - server's", s.e2e_overhead_ms);
+  out += fmt::format("client CPU per token: {:.1f} us\n", s.client_cpu_us_per_token);
+  if (s.round_trip_us.count > 0) {
+    out += fmt::format("idle round trip: p50 {:.1f} us, p99 {:.1f} us ({} samples)\n",
+                       s.round_trip_us.p50, s.round_trip_us.p99, s.round_trip_us.count);
+  }
   if (r.server.contains("batch_size_histogram")) {
     out += fmt::format("server batch sizes (steps): {}\n", r.server["batch_size_histogram"].dump());
   }
   for (const std::string& e : s.errors) out += fmt::format("error: {}\n", e);
+  return out;
+}
+
+}  // namespace ringbench
+
+namespace ringbench {
+
+std::string format_transport_table(const std::vector<Report>& reports) {
+  if (reports.empty()) return {};
+  struct Row {
+    const char* label;
+    double (*get)(const Report&);
+    int decimals;
+  };
+  static const Row kRows[] = {
+      {"output tokens/s", [](const Report& r) { return r.summary.output_tokens_per_s; }, 1},
+      {"TTFT mean (ms)", [](const Report& r) { return r.summary.ttft_ms.mean; }, 3},
+      {"TTFT p50 (ms)", [](const Report& r) { return r.summary.ttft_ms.p50; }, 3},
+      {"TTFT p99 (ms)", [](const Report& r) { return r.summary.ttft_ms.p99; }, 3},
+      {"TTFT - server's, mean (ms)",
+       [](const Report& r) { return r.summary.ttft_overhead_ms.mean; }, 3},
+      {"TTFT - server's, p50 (ms)", [](const Report& r) { return r.summary.ttft_overhead_ms.p50; },
+       3},
+      {"ITL mean (ms)", [](const Report& r) { return r.summary.itl_ms.mean; }, 3},
+      {"ITL p50 (ms)", [](const Report& r) { return r.summary.itl_ms.p50; }, 3},
+      {"ITL p99 (ms)", [](const Report& r) { return r.summary.itl_ms.p99; }, 3},
+      {"e2e - server's, mean (ms)", [](const Report& r) { return r.summary.e2e_overhead_ms.mean; },
+       3},
+      {"engine step mean (ms)",
+       [](const Report& r) { return r.server.value("run_mean_step_us", 0.0) / 1000.0; }, 3},
+      {"idle round trip p50 (us)", [](const Report& r) { return r.summary.round_trip_us.p50; }, 1},
+      {"idle round trip p99 (us)", [](const Report& r) { return r.summary.round_trip_us.p99; }, 1},
+      {"client CPU per token (us)",
+       [](const Report& r) { return r.summary.client_cpu_us_per_token; }, 1},
+      {"failed requests",
+       [](const Report& r) { return static_cast<double>(r.summary.requests_failed); }, 0},
+  };
+  std::string load = reports[0].config.describe();
+  load.resize(std::min(load.size(), load.rfind(", transport ")));
+  std::string out = fmt::format("transports side by side: {}\n{:<32}", load, "");
+  for (const Report& r : reports) out += fmt::format("{:>12}", transport_name(r.config.transport));
+  out += "\n";
+  for (const Row& row : kRows) {
+    out += fmt::format("{:<32}", row.label);
+    for (const Report& r : reports) out += fmt::format("{:>12.{}f}", row.get(r), row.decimals);
+    out += "\n";
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 // the server's own timings from Done), and the summary computed from them.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,27 @@ struct RequestRecord {
   double start_s = 0;          // when it was sent, from the start of the measured phase
   double ttft_ms = 0;          // sent -> first token event (client side)
   double e2e_ms = 0;           // sent -> Done
-  double queue_ms = 0;         // server: arrival -> admitted into a batch
-  double prefill_ms = 0;       // server: the prefill step
   std::vector<double> itl_ms;  // gaps between token events after the first
+  // The server's own timings (Done over the ring, "timings" over HTTP).
+  bool has_server_timings = false;
+  double queue_ms = 0;         // arrival -> admitted into a batch
+  double prefill_ms = 0;       // the prefill step
+  double server_ttft_ms = 0;   // arrival -> first token
+  double server_total_ms = 0;  // arrival -> done
+};
+
+// Turns the arrival times of a request's token events into its TTFT and
+// inter-token gaps (tokens coalesced into one event share its gap).
+class RequestTimer {
+ public:
+  RequestTimer(RequestRecord& record, std::chrono::steady_clock::time_point sent)
+      : record_(record), sent_(sent), last_(sent) {}
+  void tokens(int n, std::chrono::steady_clock::time_point now);
+
+ private:
+  RequestRecord& record_;
+  std::chrono::steady_clock::time_point sent_, last_;
+  bool first_ = true;
 };
 
 struct Distribution {
@@ -38,7 +57,14 @@ struct Summary {
   double output_tokens_per_s = 0;
   double requests_per_s = 0;
   Distribution ttft_ms, itl_ms, e2e_ms, queue_ms, prefill_ms;
-  std::vector<std::string> errors;  // the first few distinct ones
+  // What the transport adds: the client's time minus the server's own for
+  // the same span (request in + first token out; request in + Done out).
+  Distribution ttft_overhead_ms, e2e_overhead_ms;
+  // Round trips with no engine work (Ping over the ring or socket, GET
+  // /health over HTTP), measured after the load: the per-message cost.
+  Distribution round_trip_us;
+  double client_cpu_us_per_token = 0;  // ringbench's own CPU time (user + system)
+  std::vector<std::string> errors;     // the first few distinct ones
 };
 
 Summary summarize(const std::vector<RequestRecord>& records, double wall_s);
@@ -55,5 +81,8 @@ nlohmann::json report_json(const Report& report);
 
 // The summary table for people.
 std::string format_table(const Report& report);
+
+// Several runs of the same load over different transports, side by side.
+std::string format_transport_table(const std::vector<Report>& reports);
 
 }  // namespace ringbench

@@ -1,5 +1,6 @@
 #include "runner.h"
 
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "http_transport.h"
 #include "progress.h"
 #include "workload.h"
 
@@ -27,6 +29,8 @@ using ringserve::make_error;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
+
+constexpr int kRoundTrips = 200;
 
 double ms_between(SteadyClock::time_point a, SteadyClock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -47,8 +51,8 @@ const char* finish_name(ringserve::FinishReason r) {
 }
 
 // One request, start to Done, timed on this thread.
-RequestRecord run_one(Client& client, const std::vector<int32_t>& prompt, const Config& config,
-                      SteadyClock::time_point phase_start) {
+RequestRecord run_ring(Client& client, const std::vector<int32_t>& prompt, const Config& config,
+                       SteadyClock::time_point phase_start) {
   RequestRecord record;
   ringserve::GenerateRequest request;
   request.prompt = ringserve::protocol::PromptIds{prompt};
@@ -62,8 +66,7 @@ RequestRecord run_one(Client& client, const std::vector<int32_t>& prompt, const 
     record.error = stream.error().to_string();
     return record;
   }
-  SteadyClock::time_point last = sent;
-  bool first = true;
+  RequestTimer timer(record, sent);
   while (true) {
     auto event = stream->next();
     if (!event) {
@@ -73,23 +76,14 @@ RequestRecord run_one(Client& client, const std::vector<int32_t>& prompt, const 
     if (!*event) break;
     const SteadyClock::time_point now = SteadyClock::now();
     if (const auto* tokens = std::get_if<ringserve::TokenEvent>(&**event)) {
-      const int n = static_cast<int>(tokens->token_ids.size());
-      if (n == 0) continue;
-      record.output_tokens += n;
-      if (first) {
-        record.ttft_ms = ms_between(sent, now);
-        first = false;
-        // Tokens delivered together with the first one have no gap of their own.
-        for (int i = 1; i < n; ++i) record.itl_ms.push_back(0.0);
-      } else {
-        // Tokens coalesced into one event share the gap since the last one.
-        for (int i = 0; i < n; ++i) record.itl_ms.push_back(ms_between(last, now) / n);
-      }
-      last = now;
+      timer.tokens(static_cast<int>(tokens->token_ids.size()), now);
     } else if (const auto* done = std::get_if<ringserve::Done>(&**event)) {
       record.e2e_ms = ms_between(sent, now);
+      record.has_server_timings = true;
       record.queue_ms = static_cast<double>(done->timings.queue_us) / 1000.0;
       record.prefill_ms = static_cast<double>(done->timings.prefill_us) / 1000.0;
+      record.server_ttft_ms = static_cast<double>(done->timings.first_token_us) / 1000.0;
+      record.server_total_ms = static_cast<double>(done->timings.total_us) / 1000.0;
       if (done->reason != ringserve::FinishReason::kLength) {
         record.error = fmt::format("finished with {}{}{}", finish_name(done->reason),
                                    done->error_message.empty() ? "" : ": ", done->error_message);
@@ -130,19 +124,76 @@ nlohmann::json machine_json() {
   return m;
 }
 
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// Sends requests over the run's transport: the SDK's clients (each
+// thread-safe, shared round-robin) or one HTTP connection per worker (made
+// on first use; open-loop requests each get their own).
+class Transports {
+ public:
+  Transports(const Config& config, std::vector<std::unique_ptr<Client>>& clients,
+             std::optional<HttpTarget> http)
+      : config_(config), clients_(clients), http_(std::move(http)) {}
+
+  ringserve::Status prepare_workers(int workers) {
+    if (!http_) return ringserve::ok();
+    while (static_cast<int>(connections_.size()) < workers) {
+      connections_.push_back(RS_TRY(HttpConnection::connect(*http_)));
+    }
+    return ringserve::ok();
+  }
+
+  RequestRecord run(int worker, const std::vector<int32_t>& prompt,
+                    SteadyClock::time_point phase_start) {
+    if (!http_) {
+      return run_ring(*clients_[static_cast<size_t>(worker) % clients_.size()], prompt, config_,
+                      phase_start);
+    }
+    if (worker >= 0)
+      return connections_[static_cast<size_t>(worker)]->run(prompt, config_, phase_start);
+    auto connection = HttpConnection::connect(*http_);
+    if (!connection) {
+      RequestRecord failed;
+      failed.error = connection.error().to_string();
+      return failed;
+    }
+    return (*connection)->run(prompt, config_, phase_start);
+  }
+
+  // `count` sequential round trips that involve no engine work.
+  std::vector<double> round_trips_us(int count) {
+    std::vector<double> out;
+    for (int i = 0; i < count; ++i) {
+      auto rtt = http_ ? connections_[0]->health_round_trip() : clients_[0]->ping();
+      if (!rtt) break;
+      out.push_back(std::chrono::duration<double, std::micro>(*rtt).count());
+    }
+    return out;
+  }
+
+ private:
+  const Config& config_;
+  std::vector<std::unique_ptr<Client>>& clients_;
+  std::optional<HttpTarget> http_;
+  std::vector<std::unique_ptr<HttpConnection>> connections_;
+};
+
 // Runs `count` requests from `prompts`, at most `parallel` at a time, each
 // worker pulling the next index. Batch mode calls it once per round.
-void closed_loop(std::vector<std::unique_ptr<Client>>& clients, const Config& config,
-                 const std::vector<std::vector<int32_t>>& prompts, size_t first, size_t count,
-                 int parallel, SteadyClock::time_point phase_start,
+void closed_loop(Transports& transports, const std::vector<std::vector<int32_t>>& prompts,
+                 size_t first, size_t count, int parallel, SteadyClock::time_point phase_start,
                  std::vector<RequestRecord>& records, Progress* progress) {
   std::atomic<size_t> next{first};
   std::vector<std::thread> workers;
   for (int w = 0; w < parallel; ++w) {
     workers.emplace_back([&, w] {
-      Client& client = *clients[static_cast<size_t>(w) % clients.size()];
       for (size_t i = next.fetch_add(1); i < first + count; i = next.fetch_add(1)) {
-        records[i] = run_one(client, prompts[i], config, phase_start);
+        records[i] = transports.run(w, prompts[i], phase_start);
         if (progress) progress->add();
       }
     });
@@ -166,6 +217,8 @@ Expected<Report> run_benchmark(const Config& config) {
     return make_error(Errc::kInvalidArgument, "--rate must be positive");
   }
 
+  std::optional<HttpTarget> http;
+  if (config.transport == Transport::kHttp) http = RS_TRY(parse_http_target(config.http_address));
   ClientOptions options;
   options.use_shm = config.transport == Transport::kShm;
   options.client_name = "ringbench";
@@ -187,8 +240,8 @@ Expected<Report> run_benchmark(const Config& config) {
       break;
   }
   // Several connections, as several clients would open; each is thread-safe
-  // and carries many requests.
-  const int connections = std::clamp(parallel, 1, 8);
+  // and carries many requests. Over HTTP the socket only asks for facts and stats.
+  const int connections = http ? 1 : std::clamp(parallel, 1, 8);
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < connections; ++i) {
     auto c = Client::connect(path, options);
@@ -212,15 +265,19 @@ Expected<Report> run_benchmark(const Config& config) {
   const int32_t high = vocab > 4096 ? std::min<int32_t>(vocab, 150000) : vocab;
   if (high <= low) return make_error(Errc::kUnsupported, "vocabulary of {} is too small", vocab);
 
+  Transports transports(config, clients, http);
+  RS_TRY_STATUS(
+      transports.prepare_workers(config.mode() == Config::Mode::kOpenLoop ? 1 : parallel));
   const auto warm_prompts = make_prompts(config.warmup, config.input_len, low, high, ~config.seed);
   for (const auto& p : warm_prompts) {
-    RequestRecord r = run_one(*clients[0], p, config, SteadyClock::now());
+    RequestRecord r = transports.run(0, p, SteadyClock::now());
     if (!r.ok) return make_error(Errc::kUnavailable, "warm-up request failed: {}", r.error);
   }
 
   auto before = clients[0]->stats();
   const auto prompts = make_prompts(total, config.input_len, low, high, config.seed);
   std::vector<RequestRecord> records(static_cast<size_t>(total));
+  const double cpu_before = cpu_seconds();
   const SteadyClock::time_point start = SteadyClock::now();
   {
     Progress progress("ringbench", total, config.progress);
@@ -228,13 +285,13 @@ Expected<Report> run_benchmark(const Config& config) {
       case Config::Mode::kBatch:
         for (int first = 0; first < total; first += config.batch) {
           const int count = std::min(config.batch, total - first);
-          closed_loop(clients, config, prompts, static_cast<size_t>(first),
-                      static_cast<size_t>(count), count, start, records, &progress);
+          closed_loop(transports, prompts, static_cast<size_t>(first), static_cast<size_t>(count),
+                      count, start, records, &progress);
         }
         break;
       case Config::Mode::kClosedLoop:
-        closed_loop(clients, config, prompts, 0, static_cast<size_t>(total), parallel, start,
-                    records, &progress);
+        closed_loop(transports, prompts, 0, static_cast<size_t>(total), parallel, start, records,
+                    &progress);
         break;
       case Config::Mode::kOpenLoop: {
         const std::vector<double> at = poisson_arrivals(total, *config.rate, config.seed);
@@ -243,7 +300,7 @@ Expected<Report> run_benchmark(const Config& config) {
           std::this_thread::sleep_until(start + std::chrono::duration_cast<SteadyClock::duration>(
                                                     std::chrono::duration<double>(at[i])));
           inflight.emplace_back([&, i] {
-            records[i] = run_one(*clients[i % clients.size()], prompts[i], config, start);
+            records[i] = transports.run(http ? -1 : static_cast<int>(i), prompts[i], start);
             progress.add();
           });
         }
@@ -253,10 +310,17 @@ Expected<Report> run_benchmark(const Config& config) {
     }
   }
   const double wall_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  const double cpu_s = cpu_seconds() - cpu_before;
+  std::vector<double> round_trips = transports.round_trips_us(kRoundTrips);
 
   Report report;
   report.config = config;
   report.summary = summarize(records, wall_s);
+  report.summary.round_trip_us = distribution(std::move(round_trips));
+  if (report.summary.output_tokens > 0) {
+    report.summary.client_cpu_us_per_token =
+        cpu_s * 1e6 / static_cast<double>(report.summary.output_tokens);
+  }
   report.machine = machine_json();
   report.server["model"] = info.model_name;
   if (auto after = clients[0]->stats()) {
@@ -268,6 +332,14 @@ Expected<Report> run_benchmark(const Config& config) {
       for (size_t i = 0; i < delta.size(); ++i) delta[i] -= before->batch_size_histogram[i];
       report.server["batch_size_histogram"] = delta;
       report.server["steps_total"] = after->steps_total - before->steps_total;
+      // Mean step time of this run's steps (the server's mean is cumulative).
+      const double steps = static_cast<double>(after->steps_total - before->steps_total);
+      if (steps > 0) {
+        report.server["run_mean_step_us"] =
+            (static_cast<double>(after->mean_step_us) * static_cast<double>(after->steps_total) -
+             static_cast<double>(before->mean_step_us) * static_cast<double>(before->steps_total)) /
+            steps;
+      }
     }
   }
   return report;

@@ -1,4 +1,4 @@
-// Drives the load against a server through the client SDK and measures each
+// Drives the load against a server through the client SDK (or HTTP) and measures each
 // request on the client's clock (plus the server's timings from Done).
 #pragma once
 

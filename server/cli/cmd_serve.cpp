@@ -3,6 +3,11 @@
 // SIGINT/SIGTERM; then stop accepting, let in-flight requests finish within
 // the grace period, cancel the rest (Done reason cancelled), remove the
 // socket file and exit 0.
+//
+// With --http HOST:PORT the OpenAI-compatible endpoint runs on its own
+// io_context and thread. It listens before the model loads (GET /health
+// answers 503 "loading"), then serves through the same scheduler.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -17,6 +22,8 @@
 #include "cli/commands.h"
 #include "engine/engine_options.h"
 #include "engine/factory.h"
+#include "http/http_server.h"
+#include "http/options.h"
 #include "ipc/options.h"
 #include "ipc/server.h"
 #include "model/loader.h"
@@ -41,6 +48,62 @@ struct ServeArgs {
   serve::SchedulerOptions scheduler;
   ipc::ServerOptions ipc;
   preflight::StartupOptions preflight;
+  http::HttpOptions http;
+};
+
+// The /metrics label for the start-up preflight: ok, warn, fail or skipped.
+std::string preflight_label(const preflight::StartupOptions& options,
+                            const preflight::StartupResult& result) {
+  if (options.mode == preflight::StartupMode::kOff ||
+      result.verdict.rfind("preflight could not run", 0) == 0) {
+    return "skipped";
+  }
+  switch (result.exit_status) {
+    case 0:
+      return "ok";
+    case 1:
+      return "warn";
+    default:
+      return "fail";
+  }
+}
+
+// The HTTP endpoint's own io_context and thread, up from before the model
+// loads until the scheduler has stopped.
+class HttpFrontend {
+ public:
+  ~HttpFrontend() { stop(); }
+
+  Status start(const http::HttpOptions& options) {
+    server_ = RS_TRY(http::HttpServer::create(io_, options));
+    server_->start();
+    thread_ = std::thread([this] { io_.run(); });
+    return ok();
+  }
+  http::HttpServer* operator->() { return server_.get(); }
+  explicit operator bool() const { return server_ != nullptr; }
+
+  void stop_accepting() {
+    if (server_) server_->stop();
+  }
+  // After the scheduler has stopped: its last events (Done cancelled) are
+  // posted to the sessions; give them a moment to reach the clients, then
+  // drop the remaining (idle keep-alive) connections.
+  void stop() {
+    if (!thread_.joinable()) return;
+    server_->stop();
+    work_.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    io_.stop();
+    thread_.join();
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
+      boost::asio::make_work_guard(io_);
+  std::shared_ptr<http::HttpServer> server_;
+  std::thread thread_;
 };
 
 // --tokenizer, else tokenizer.json(.gz) beside the weights. Synthetic models
@@ -64,9 +127,19 @@ Expected<std::shared_ptr<const tokenizer::Tokenizer>> find_tokenizer(const Serve
 Status serve(ServeArgs& args) {
   log::configure(args.log);
   auto log = log::get("main");
+  const auto load_start = std::chrono::steady_clock::now();
+
+  // Up before the model loads. Once set_backend() has run, stop it before
+  // the scheduler is destroyed: sessions call the scheduler until then.
+  HttpFrontend http_frontend;
+  if (!args.http.listen.empty()) {
+    args.http.max_prompt_tokens = args.ipc.max_prompt_tokens;
+    RS_TRY_STATUS(http_frontend.start(args.http));
+  }
 
   const preflight::StartupResult pre = RS_TRY(preflight::run_at_startup(args.preflight));
   log->info("preflight: {}", pre.verdict);
+  if (http_frontend) http_frontend->set_preflight_verdict(preflight_label(args.preflight, pre));
 
   engine::EngineOptions engine_options;
   engine_options.backend = RS_TRY(engine::parse_backend(args.backend));
@@ -80,6 +153,7 @@ Status serve(ServeArgs& args) {
   load_options.threads = args.threads;
   load_options.stats = &load_stats;
   model::ModelWeights weights = RS_TRY(model::load_model(args.model, load_options));
+  const std::string model_name = weights.config.name;
   log->info("model {} loaded ({}, {:.2f} s, {:.2f} GB/s)", weights.config.name, load_stats.format,
             load_stats.seconds, load_stats.gb_per_s());
 
@@ -100,11 +174,17 @@ Status serve(ServeArgs& args) {
   std::unique_ptr<serve::Scheduler> scheduler =
       RS_TRY(serve::Scheduler::create(std::move(engine), args.scheduler, tok));
   scheduler->start();
+  if (http_frontend) {
+    http_frontend->set_load_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+    http_frontend->set_backend(scheduler.get(), tok, model_name);
+  }
 
   boost::asio::io_context io;
   ipc::Server server(io, args.ipc, *scheduler, tok);
   if (Status started = server.start(); !started) {
     scheduler->stop();
+    http_frontend.stop();
     return with_context(std::move(started).error(), "starting the server");
   }
 
@@ -114,6 +194,7 @@ Status serve(ServeArgs& args) {
     if (ec) return;
     log->info("signal {}: stop accepting, finishing {} requests within {} ms", signo,
               scheduler->outstanding(), args.ipc.shutdown_grace.count());
+    http_frontend.stop_accepting();
     // A second signal does not wait for the grace period.
     signals.async_wait([&](const boost::system::error_code& ec2, int) {
       if (!ec2) scheduler->cancel_all();
@@ -136,7 +217,13 @@ Status serve(ServeArgs& args) {
   io.run();
   for (auto& t : io_threads) t.join();
 
+  // HTTP requests get the same grace as the socket's (which may have ended
+  // early, when no socket request was in flight).
+  if (http_frontend && !scheduler->wait_idle(args.ipc.shutdown_grace)) {
+    log->info("grace period over: cancelling {} HTTP requests", scheduler->outstanding());
+  }
   scheduler->stop();
+  http_frontend.stop();
   log->info("stopped");
   return ok();
 }
@@ -172,6 +259,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   serve::add_scheduler_flags(*sub, args->scheduler);
   ipc::add_cli_flags(*sub, args->ipc);
   preflight::add_startup_flags(*sub, args->preflight);
+  http::add_cli_flags(*sub, args->http);
   sub->callback([args, &exit_code] {
     Status s = serve(*args);
     if (!s) {

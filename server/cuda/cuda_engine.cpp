@@ -203,7 +203,11 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   e->kv_.layer_stride = 2 * e->kv_.kv_stride;
   e->kv_.storage = RS_TRY(DeviceBuffer::allocate(bytes_per_block * blocks, "KV cache"));
   e->blocks_ = KvBlocks(blocks);
-  e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_);
+  int cc_major = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, options.device));
+  const bool pdl = tuning.pdl && cc_major >= 9;
+  if (tuning.pdl && !pdl) log->info("cuda: programmatic dependent launch needs sm_90; not used");
+  e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, pdl);
   e->graphs_.assign(L.max_batch + 1, nullptr);
 
   e->info_.backend = "cuda";

@@ -25,6 +25,12 @@ struct CudaTuning {
   PrefillWeights prefill_weights = PrefillWeights::kAuto;
   bool use_graphs = true;
   int split_tokens = 16;  // decode attention keys per split
+  // Programmatic dependent launch for the decode GEMVs (compute capability
+  // 9.0+; ignored below): each GEMV starts streaming its weights while the
+  // kernel before it (RMSNorm, attention combine, gate/up) finishes, hiding
+  // a launch gap and a DRAM latency per GEMV. Off by default until measured
+  // on the H200 (tests/bench/cuda/engine_bench.cpp reports both).
+  bool pdl = false;
 };
 
 struct CudaEngineStats {

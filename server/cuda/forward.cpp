@@ -18,8 +18,9 @@ using kernels::GemvEpilogue;
 namespace {
 
 GemvArgs gemv_args(const DeviceLinear& l, const __nv_bfloat16* x, int batch, void* out,
-                   GemvEpilogue epi) {
+                   GemvEpilogue epi, bool pdl = false) {
   GemvArgs a;
+  a.pdl = pdl;
   a.w = l.q;
   a.scale = l.scale;
   a.bias = l.bias;
@@ -52,7 +53,7 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
                                         CUDA_R_32F, c.vocab_size, stream));
   } else {
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(m_.lm_head(), ws_.xn, 2 * rows, ws_.logits, GemvEpilogue::kStoreF32),
+        gemv_args(m_.lm_head(), ws_.xn, 2 * rows, ws_.logits, GemvEpilogue::kStoreF32, pdl_),
         m_.lm_head().gemv, stream));
   }
   RS_TRY_STATUS(
@@ -73,10 +74,10 @@ Status Forward::decode(int batch, cudaStream_t stream) {
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& layer = m_.layers()[l];
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, batch, H, eps,
-                                               nullptr, stream));
+                                               nullptr, stream, nullptr, pdl_));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32), layer.qkv.gemv,
-        stream));
+        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32, pdl_),
+        layer.qkv.gemv, stream));
     kernels::RopeKvArgs r;
     r.ntok = batch;
     r.num_heads = c.num_heads;
@@ -89,6 +90,7 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     r.q_out = ws_.q;
     r.k_cache = kv_.k(l);
     r.v_cache = kv_.v(l);
+    r.pdl = pdl_;
     RS_TRY_STATUS(kernels::rope_kv_write(ws_.qkv_f32, layer.qkv.rows, r, stream));
     kernels::DecodeAttentionArgs a;
     a.q = ws_.q;
@@ -107,17 +109,18 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     a.partial_o = ws_.partial_o;
     a.partial_ml = ws_.partial_ml;
     a.out = ws_.attn;
+    a.pdl = pdl_;
     RS_TRY_STATUS(kernels::attention_decode(a, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32), layer.o.gemv,
-        stream));
+        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32, pdl_),
+        layer.o.gemv, stream));
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.post_attention_norm, ws_.xn, batch,
-                                               H, eps, nullptr, stream));
+                                               H, eps, nullptr, stream, nullptr, pdl_));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16),
+        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16, pdl_),
         layer.gate_up.gemv, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32),
+        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32, pdl_),
         layer.down.gemv, stream));
   }
   return logits_and_sample(batch, nullptr, stream);

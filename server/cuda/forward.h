@@ -26,8 +26,11 @@ struct KvPool {
 
 class Forward {
  public:
-  Forward(const DeviceModel& model, Workspace& ws, const KvPool& kv, cublasHandle_t cublas)
-      : m_(model), ws_(ws), kv_(kv), cublas_(cublas) {}
+  // pdl: launch the decode GEMVs with programmatic dependent launch (see
+  // kernels::GemvArgs::pdl; sm_90 only).
+  Forward(const DeviceModel& model, Workspace& ws, const KvPool& kv, cublasHandle_t cublas,
+          bool pdl = false)
+      : m_(model), ws_(ws), kv_(kv), cublas_(cublas), pdl_(pdl) {}
 
   // Decode `batch` sequences: inputs in dev_meta rows [0, batch).
   Status decode(int batch, cudaStream_t stream);
@@ -45,6 +48,7 @@ class Forward {
   Workspace& ws_;
   const KvPool& kv_;
   cublasHandle_t cublas_;
+  bool pdl_ = false;
 };
 
 }  // namespace ringserve::cuda

@@ -36,9 +36,10 @@ Expected<std::shared_ptr<HttpServer>> HttpServer::create(net::io_context& io, Ht
                       options.listen, address.host);
   }
   if (!ip.is_loopback()) {
-    log->warn("HTTP API on non-loopback address {}: anyone who can reach it can use the model; "
-              "there is no authentication",
-              options.listen);
+    log->warn(
+        "HTTP API on non-loopback address {}: anyone who can reach it can use the model; "
+        "there is no authentication",
+        options.listen);
   }
   auto ctx = std::make_shared<HttpContext>();
   ctx->options = std::move(options);
@@ -71,21 +72,22 @@ void HttpServer::stop() {
 }
 
 void HttpServer::do_accept() {
-  acceptor_.async_accept(net::make_strand(io_), [self = shared_from_this()](
-                                                    boost::system::error_code ec, tcp::socket socket) {
-    if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) return;
-    if (ec) {
-      log::get("http")->warn("accept: {}", ec.message());
-    } else {
-      auto session = std::make_shared<HttpSession>(std::move(socket), self->ctx_);
-      if (self->ctx_->connections.load() > self->ctx_->options.max_connections) {
-        session->reject();
-      } else {
-        session->run();
-      }
-    }
-    self->do_accept();
-  });
+  acceptor_.async_accept(
+      net::make_strand(io_),
+      [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) return;
+        if (ec) {
+          log::get("http")->warn("accept: {}", ec.message());
+        } else {
+          auto session = std::make_shared<HttpSession>(std::move(socket), self->ctx_);
+          if (self->ctx_->connections.load() > self->ctx_->options.max_connections) {
+            session->reject();
+          } else {
+            session->run();
+          }
+        }
+        self->do_accept();
+      });
 }
 
 void HttpServer::set_backend(serve::Dispatcher* dispatcher,
@@ -94,8 +96,8 @@ void HttpServer::set_backend(serve::Dispatcher* dispatcher,
   {
     std::lock_guard lock(ctx_->facts_mutex);
     ctx_->tokenizer = std::move(tokenizer);
-    ctx_->model_name = ctx_->options.model_name.empty() ? std::move(model_name)
-                                                         : ctx_->options.model_name;
+    ctx_->model_name =
+        ctx_->options.model_name.empty() ? std::move(model_name) : ctx_->options.model_name;
   }
   ctx_->dispatcher.store(dispatcher, std::memory_order_release);
 }

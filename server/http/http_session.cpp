@@ -3,9 +3,9 @@
 #include <array>
 #include <chrono>
 
+#include <fmt/format.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "http/metrics.h"
@@ -27,7 +27,8 @@ class GenerationSink final : public serve::RequestSink {
       : session_(std::move(session)), executor_(std::move(executor)) {}
 
   void on_tokens(serve::TokenDelta delta) override {
-    net::post(executor_, [s = session_, d = std::move(delta)]() mutable { s->on_tokens(std::move(d)); });
+    net::post(executor_,
+              [s = session_, d = std::move(delta)]() mutable { s->on_tokens(std::move(d)); });
   }
   void on_done(serve::Completion done) override {
     net::post(executor_, [s = std::move(session_), d = std::move(done)]() mutable {
@@ -62,6 +63,10 @@ HttpSession::HttpSession(net::ip::tcp::socket socket, std::shared_ptr<HttpContex
     : stream_(std::move(socket)), idle_timer_(stream_.get_executor()), ctx_(std::move(ctx)) {
   ctx_->connections.fetch_add(1);
   counted_ = true;
+  // Each SSE chunk is a small write: without TCP_NODELAY, Nagle holds the
+  // first token behind the headers until the client's delayed ACK (~40 ms).
+  beast::error_code ec;
+  stream_.socket().set_option(net::ip::tcp::no_delay(true), ec);
 }
 
 HttpSession::~HttpSession() {
@@ -75,8 +80,11 @@ void HttpSession::run() {
 void HttpSession::reject() {
   net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
     self->keep_alive_ = false;
-    self->send_error(ApiError{503, "server_error", "too_many_connections",
-                              "too many open HTTP connections; retry shortly", {}});
+    self->send_error(ApiError{503,
+                              "server_error",
+                              "too_many_connections",
+                              "too many open HTTP connections; retry shortly",
+                              {}});
   });
 }
 
@@ -99,15 +107,21 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
   }
   keep_alive_ = false;  // after a malformed request we cannot find the next one
   if (ec == bhttp::error::body_limit) {
-    send_error(ApiError{413, "invalid_request_error", "request_too_large",
-                        fmt::format("request body exceeds {} bytes", ctx_->options.body_limit_bytes),
-                        {}});
+    send_error(
+        ApiError{413,
+                 "invalid_request_error",
+                 "request_too_large",
+                 fmt::format("request body exceeds {} bytes", ctx_->options.body_limit_bytes),
+                 {}});
     return;
   }
   if (ec == bhttp::error::header_limit) {
-    send_error(ApiError{431, "invalid_request_error", "headers_too_large",
-                        fmt::format("request headers exceed {} bytes", ctx_->options.header_limit_bytes),
-                        {}});
+    send_error(
+        ApiError{431,
+                 "invalid_request_error",
+                 "headers_too_large",
+                 fmt::format("request headers exceed {} bytes", ctx_->options.header_limit_bytes),
+                 {}});
     return;
   }
   if (ec) {
@@ -128,37 +142,50 @@ void HttpSession::handle(Request request) {
   serve::Dispatcher* dispatcher = ctx_->dispatcher.load(std::memory_order_acquire);
 
   if (path == "/health") {
-    if (!get) return send_error(ApiError{405, "invalid_request_error", "method_not_allowed", "use GET", {}});
+    if (!get)
+      return send_error(
+          ApiError{405, "invalid_request_error", "method_not_allowed", "use GET", {}});
     if (!dispatcher) return send_response(503, "application/json", R"({"status":"loading"})");
     return send_response(200, "application/json", R"({"status":"ok"})");
   }
   if (path == "/metrics") {
-    if (!get) return send_error(ApiError{405, "invalid_request_error", "method_not_allowed", "use GET", {}});
+    if (!get)
+      return send_error(
+          ApiError{405, "invalid_request_error", "method_not_allowed", "use GET", {}});
     std::optional<serve::StatsSnapshot> stats;
     if (dispatcher) stats = dispatcher->stats();
     return send_response(200, "text/plain; version=0.0.4; charset=utf-8",
                          render_metrics(stats ? &*stats : nullptr, ctx_->facts()));
   }
   if (path == "/v1/models") {
-    if (!get) return send_error(ApiError{405, "invalid_request_error", "method_not_allowed", "use GET", {}});
-    if (!dispatcher) return send_error(ApiError{503, "server_error", "loading", "the model is loading", {}});
+    if (!get)
+      return send_error(
+          ApiError{405, "invalid_request_error", "method_not_allowed", "use GET", {}});
+    if (!dispatcher)
+      return send_error(ApiError{503, "server_error", "loading", "the model is loading", {}});
     const ServerFacts facts = ctx_->facts();
     nlohmann::json body = {
         {"object", "list"},
-        {"data", nlohmann::json::array({{{"id", facts.model_name},
-                                         {"object", "model"},
-                                         {"created", 0},
-                                         {"owned_by", "ringserve"},
-                                         {"max_model_len", dispatcher->engine_info().max_context}}})}};
+        {"data",
+         nlohmann::json::array({{{"id", facts.model_name},
+                                 {"object", "model"},
+                                 {"created", 0},
+                                 {"owned_by", "ringserve"},
+                                 {"max_model_len", dispatcher->engine_info().max_context}}})}};
     return send_response(200, "application/json", body.dump());
   }
   if (path == "/v1/chat/completions" || path == "/v1/completions") {
-    if (!post) return send_error(ApiError{405, "invalid_request_error", "method_not_allowed", "use POST", {}});
-    if (!dispatcher) return send_error(ApiError{503, "server_error", "loading", "the model is loading", {}});
-    return start_generation(path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions,
-                            request);
+    if (!post)
+      return send_error(
+          ApiError{405, "invalid_request_error", "method_not_allowed", "use POST", {}});
+    if (!dispatcher)
+      return send_error(ApiError{503, "server_error", "loading", "the model is loading", {}});
+    return start_generation(
+        path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions, request);
   }
-  send_error(ApiError{404, "invalid_request_error", "not_found",
+  send_error(ApiError{404,
+                      "invalid_request_error",
+                      "not_found",
                       fmt::format("no route for {} {}", std::string(request.method_string()), path),
                       {}});
 }
@@ -172,8 +199,8 @@ void HttpSession::start_generation(Endpoint endpoint, const Request& request) {
     tokenizer = ctx_->tokenizer;
     model = ctx_->model_name;
   }
-  ParseContext context{tokenizer.get(), &dispatcher->engine_info(), ctx_->options.default_max_tokens,
-                       ctx_->options.body_limit_bytes};
+  ParseContext context{tokenizer.get(), &dispatcher->engine_info(),
+                       ctx_->options.default_max_tokens, ctx_->options.max_prompt_tokens};
   Expected<ApiCall> parsed = parse_api_call(endpoint, request.body(), context);
   if (!parsed) return send_error(to_api_error(parsed.error()));
 
@@ -254,8 +281,8 @@ void HttpSession::on_done(serve::Completion done) {
   generation_.reset();
   if (error) return send_error(to_api_error(done.error));
   if (cancelled) {
-    return send_error(ApiError{503, "server_error", "cancelled",
-                               "the request was cancelled (server shutting down)", {}});
+    return send_error(ApiError{
+        503, "server_error", "cancelled", "the request was cancelled (server shutting down)", {}});
   }
   send_response(200, "application/json", std::move(body));
 }
@@ -266,7 +293,8 @@ void HttpSession::send_response(int status, std::string content_type, std::strin
   std::string head = fmt::format(
       "HTTP/1.1 {} {}\r\nServer: ringserve\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
       "Connection: {}\r\n",
-      status, reason_phrase(status), content_type, body.size(), keep_alive_ ? "keep-alive" : "close");
+      status, reason_phrase(status), content_type, body.size(),
+      keep_alive_ ? "keep-alive" : "close");
   for (const auto& [name, value] : extra_headers) head += fmt::format("{}: {}\r\n", name, value);
   head += "\r\n";
   queue_write(std::move(head) + body);
@@ -349,7 +377,8 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
   if (closed_) return;
   if (ec) {
     if (generation_) {
-      log::get("http")->info("req={} client disconnected: cancelling", generation_->call->request.log_id);
+      log::get("http")->info("req={} client disconnected: cancelling",
+                             generation_->call->request.log_id);
       if (auto* d = ctx_->dispatcher.load()) d->cancel(generation_->id);
     }
     close();
@@ -385,14 +414,14 @@ void HttpSession::close() {
 void HttpSession::drain() {
   if (watch_pending_) return;  // the watch read ends with the connection
   auto scratch = std::make_shared<std::array<char, 4096>>();
-  stream_.async_read_some(net::buffer(*scratch), [self = shared_from_this(), scratch](
-                                                     beast::error_code ec, size_t) {
-    if (ec) {
-      self->stream_.close();
-      return;
-    }
-    self->drain();
-  });
+  stream_.async_read_some(net::buffer(*scratch),
+                          [self = shared_from_this(), scratch](beast::error_code ec, size_t) {
+                            if (ec) {
+                              self->stream_.close();
+                              return;
+                            }
+                            self->drain();
+                          });
 }
 
 }  // namespace ringserve::http

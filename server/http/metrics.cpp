@@ -23,8 +23,8 @@ void histogram(std::string& out, const char* name, const char* help,
   uint64_t cumulative = 0;
   for (size_t i = 0; i < h.upper_bounds_s.size(); ++i) {
     cumulative += i < h.bucket_counts.size() ? h.bucket_counts[i] : 0;
-    fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"{}\"}} {}\n", name, h.upper_bounds_s[i],
-                   cumulative);
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"{}\"}} {}\n", name,
+                   h.upper_bounds_s[i], cumulative);
   }
   fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"+Inf\"}} {}\n", name, h.count);
   fmt::format_to(std::back_inserter(out), "{}_sum {}\n{}_count {}\n", name, h.sum_s, name, h.count);
@@ -53,7 +53,8 @@ std::string render_metrics(const serve::StatsSnapshot* stats, const ServerFacts&
   sample(out, "ringserve_model_info", 1,
          fmt::format("model=\"{}\",engine=\"{}\"", escape_label(facts.model_name),
                      escape_label(stats ? stats->engine : "")));
-  metric(out, "ringserve_model_load_seconds", "gauge", "Time to load the model and start the engine");
+  metric(out, "ringserve_model_load_seconds", "gauge",
+         "Time to load the model and start the engine");
   sample(out, "ringserve_model_load_seconds", facts.model_load_seconds);
   metric(out, "ringserve_preflight_verdict", "gauge",
          "PCIe preflight verdict at start (label verdict: ok, warn, fail, skipped)");
@@ -63,12 +64,14 @@ std::string render_metrics(const serve::StatsSnapshot* stats, const ServerFacts&
   sample(out, "ringserve_http_connections", static_cast<double>(facts.http_connections));
   metric(out, "ringserve_http_requests_total", "counter", "HTTP requests received");
   sample(out, "ringserve_http_requests_total", static_cast<double>(facts.http_requests_total));
-  metric(out, "ringserve_http_errors_total", "counter", "HTTP requests answered with an error status");
+  metric(out, "ringserve_http_errors_total", "counter",
+         "HTTP requests answered with an error status");
   sample(out, "ringserve_http_errors_total", static_cast<double>(facts.http_errors_total));
   if (!stats) return out;
 
   const serve::StatsSnapshot& s = *stats;
-  metric(out, "ringserve_requests_total", "counter", "Generation requests accepted (all transports)");
+  metric(out, "ringserve_requests_total", "counter",
+         "Generation requests accepted (all transports)");
   sample(out, "ringserve_requests_total", static_cast<double>(s.requests_total));
   metric(out, "ringserve_prompt_tokens_total", "counter", "Prompt tokens processed");
   sample(out, "ringserve_prompt_tokens_total", static_cast<double>(s.prompt_tokens_total));
@@ -80,7 +83,8 @@ std::string render_metrics(const serve::StatsSnapshot* stats, const ServerFacts&
   sample(out, "ringserve_queue_depth", s.queue_depth);
   metric(out, "ringserve_kv_cache_blocks", "gauge", "KV-cache blocks (label state: used, total)");
   sample(out, "ringserve_kv_cache_blocks", static_cast<double>(s.kv.blocks_used), "state=\"used\"");
-  sample(out, "ringserve_kv_cache_blocks", static_cast<double>(s.kv.blocks_total), "state=\"total\"");
+  sample(out, "ringserve_kv_cache_blocks", static_cast<double>(s.kv.blocks_total),
+         "state=\"total\"");
   metric(out, "ringserve_kv_cache_usage_ratio", "gauge", "Fraction of KV-cache blocks in use");
   sample(out, "ringserve_kv_cache_usage_ratio",
          s.kv.blocks_total > 0 ? static_cast<double>(s.kv.blocks_used) / s.kv.blocks_total : 0.0);

@@ -31,10 +31,11 @@ ApiError to_api_error(const Error& error) {
 
 std::string to_json(const ApiError& error) {
   nlohmann::json j;
-  j["error"] = {{"message", error.message},
-                {"type", error.type},
-                {"param", error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param)},
-                {"code", error.code}};
+  j["error"] = {
+      {"message", error.message},
+      {"type", error.type},
+      {"param", error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param)},
+      {"code", error.code}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

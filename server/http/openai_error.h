@@ -10,10 +10,10 @@ namespace ringserve::http {
 
 struct ApiError {
   int status = 500;
-  std::string type;     // "invalid_request_error", "server_error", ...
-  std::string code;     // "context_length_exceeded", "rate_limit_exceeded", ...
+  std::string type;  // "invalid_request_error", "server_error", ...
+  std::string code;  // "context_length_exceeded", "rate_limit_exceeded", ...
   std::string message;
-  std::string param;    // the offending field, when there is one
+  std::string param;  // the offending field, when there is one
 };
 
 ApiError invalid_request(std::string message, std::string param = {});

@@ -41,7 +41,8 @@ Expected<std::optional<int64_t>> get_integer(const json& body, const char* name)
   // 16.0 is an integer in JSON's eyes and in Python clients' output.
   if (v->is_number_float()) {
     const double d = v->get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) return std::optional<int64_t>{int64_t(d)};
+    if (d == static_cast<double>(static_cast<int64_t>(d)))
+      return std::optional<int64_t>{int64_t(d)};
   }
   return type_error(name, "an integer");
 }
@@ -85,7 +86,8 @@ Expected<std::vector<int32_t>> chat_prompt(const json& body, const ParseContext&
     return make_error(Errc::kInvalidArgument, "'messages' has more than {} entries", kMaxMessages);
   }
   if (!context.tokenizer) {
-    return make_error(Errc::kUnsupported, "chat requests need a tokenizer (start with --tokenizer)");
+    return make_error(Errc::kUnsupported,
+                      "chat requests need a tokenizer (start with --tokenizer)");
   }
   std::vector<tokenizer::ChatMessage> chat;
   chat.reserve(messages->size());
@@ -117,7 +119,8 @@ Expected<std::vector<int32_t>> completion_prompt(const json& body, const ParseCo
     return encode((*prompt)[0].get<std::string>());
   }
   if (prompt->is_array() && !prompt->empty() &&
-      std::all_of(prompt->begin(), prompt->end(), [](const json& v) { return v.is_number_integer(); })) {
+      std::all_of(prompt->begin(), prompt->end(),
+                  [](const json& v) { return v.is_number_integer(); })) {
     std::vector<int32_t> ids;
     ids.reserve(prompt->size());
     for (const json& v : *prompt) {
@@ -130,7 +133,8 @@ Expected<std::vector<int32_t>> completion_prompt(const json& body, const ParseCo
     return ids;
   }
   if (prompt->is_array() && prompt->size() > 1) {
-    return make_error(Errc::kUnsupported, "batched prompts are not supported: send one per request");
+    return make_error(Errc::kUnsupported,
+                      "batched prompts are not supported: send one per request");
   }
   return type_error("prompt", "a string, a list of token ids, or a one-element list of strings");
 }
@@ -138,23 +142,27 @@ Expected<std::vector<int32_t>> completion_prompt(const json& body, const ParseCo
 Status parse_sampling(const json& body, ApiCall& call) {
   engine::SamplingParams& s = call.request.sampling;
   if (auto t = RS_TRY(get_number(body, "temperature"))) {
-    if (*t < 0.0 || *t > 2.0) return make_error(Errc::kInvalidArgument, "'temperature' must be in [0, 2]");
+    if (*t < 0.0 || *t > 2.0)
+      return make_error(Errc::kInvalidArgument, "'temperature' must be in [0, 2]");
     s.temperature = static_cast<float>(*t);
   } else {
     s.temperature = 1.0f;  // OpenAI's default
   }
   if (auto p = RS_TRY(get_number(body, "top_p"))) {
-    if (!(*p > 0.0 && *p <= 1.0)) return make_error(Errc::kInvalidArgument, "'top_p' must be in (0, 1]");
+    if (!(*p > 0.0 && *p <= 1.0))
+      return make_error(Errc::kInvalidArgument, "'top_p' must be in (0, 1]");
     s.top_p = static_cast<float>(*p);
   }
   if (auto k = RS_TRY(get_integer(body, "top_k"))) {
-    if (*k < -1 || *k > 1'000'000) return make_error(Errc::kInvalidArgument, "'top_k' must be >= 0 (or -1 for off)");
+    if (*k < -1 || *k > 1'000'000)
+      return make_error(Errc::kInvalidArgument, "'top_k' must be >= 0 (or -1 for off)");
     s.top_k = *k < 0 ? 0 : static_cast<int>(*k);
   }
   if (auto seed = RS_TRY(get_integer(body, "seed"))) {
     s.seed = static_cast<uint64_t>(*seed);
   } else {
-    s.seed = static_cast<uint64_t>(call.request.arrival.time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+    s.seed = static_cast<uint64_t>(call.request.arrival.time_since_epoch().count()) *
+             0x9E3779B97F4A7C15ull;
   }
   return ok();
 }
@@ -187,7 +195,8 @@ Status parse_logprobs(Endpoint endpoint, const json& body, ApiCall& call) {
     const auto top = RS_TRY(get_integer(body, "top_logprobs"));
     if (top) {
       if (*top < 0 || *top > kMaxTopLogprobs) {
-        return make_error(Errc::kInvalidArgument, "'top_logprobs' must be in [0, {}]", kMaxTopLogprobs);
+        return make_error(Errc::kInvalidArgument, "'top_logprobs' must be in [0, {}]",
+                          kMaxTopLogprobs);
       }
       if (!call.logprobs && *top > 0) {
         return make_error(Errc::kInvalidArgument, "'top_logprobs' needs 'logprobs': true");
@@ -214,8 +223,10 @@ Status parse_logprobs(Endpoint endpoint, const json& body, ApiCall& call) {
 Expected<ApiCall> parse_api_call(Endpoint endpoint, std::string_view body_text,
                                  const ParseContext& context) {
   json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return make_error(Errc::kInvalidArgument, "request body is not valid JSON");
-  if (!body.is_object()) return make_error(Errc::kInvalidArgument, "request body must be a JSON object");
+  if (body.is_discarded())
+    return make_error(Errc::kInvalidArgument, "request body is not valid JSON");
+  if (!body.is_object())
+    return make_error(Errc::kInvalidArgument, "request body must be a JSON object");
 
   ApiCall call;
   call.endpoint = endpoint;
@@ -239,6 +250,13 @@ Expected<ApiCall> parse_api_call(Endpoint endpoint, std::string_view body_text,
     return make_error(Errc::kTooLarge, "the prompt has {} tokens; this server accepts at most {}",
                       prompt_tokens, context.max_prompt_tokens);
   }
+  const int context_tokens = context.info ? context.info->max_context : 0;
+  if (context_tokens > 0 && prompt_tokens >= context_tokens) {
+    return make_error(Errc::kTooLarge,
+                      "this model's context is {} tokens; the prompt has {}, leaving no room to "
+                      "generate",
+                      context_tokens, prompt_tokens);
+  }
 
   call.stream = RS_TRY(get_bool(body, "stream")).value_or(false);
   if (const json* opts = field(body, "stream_options")) {
@@ -251,8 +269,8 @@ Expected<ApiCall> parse_api_call(Endpoint endpoint, std::string_view body_text,
   RS_TRY_STATUS(parse_stop(body, call.request.stop));
   RS_TRY_STATUS(parse_logprobs(endpoint, body, call));
   call.request.stop.ignore_eos = RS_TRY(get_bool(body, "ignore_eos")).value_or(false);
+  call.return_token_ids = RS_TRY(get_bool(body, "return_token_ids")).value_or(false);
 
-  const int context_tokens = context.info ? context.info->max_context : 0;
   auto max_tokens = RS_TRY(get_integer(body, "max_completion_tokens"));
   if (!max_tokens) max_tokens = RS_TRY(get_integer(body, "max_tokens"));
   if (max_tokens) {
@@ -264,17 +282,13 @@ Expected<ApiCall> parse_api_call(Endpoint endpoint, std::string_view body_text,
                         context_tokens, prompt_tokens, *max_tokens);
     }
     call.request.stop.max_new_tokens = static_cast<int>(*max_tokens);
-  } else if (endpoint == Endpoint::kCompletions) {
-    call.request.stop.max_new_tokens = 16;  // OpenAI's default for completions
   } else {
-    const int room = context_tokens > 0 ? context_tokens - prompt_tokens
-                                        : static_cast<int>(context.default_max_tokens);
-    if (room < 1) {
-      return make_error(Errc::kTooLarge, "the prompt ({} tokens) fills this model's context ({})",
-                        prompt_tokens, context_tokens);
-    }
-    call.request.stop.max_new_tokens =
-        std::min(room, static_cast<int>(context.default_max_tokens));
+    // OpenAI's default for completions is 16; chat runs to the end of the
+    // context, capped by --http-default-max-tokens. Either way within the room left.
+    const int wanted =
+        endpoint == Endpoint::kCompletions ? 16 : static_cast<int>(context.default_max_tokens);
+    const int room = context_tokens > 0 ? context_tokens - prompt_tokens : wanted;
+    call.request.stop.max_new_tokens = std::max(1, std::min(room, wanted));
   }
   call.split_reasoning = endpoint == Endpoint::kChat;
   return call;

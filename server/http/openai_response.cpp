@@ -18,6 +18,17 @@ json usage_json(const serve::Completion& done) {
           {"total_tokens", done.prompt_tokens + done.completion_tokens}};
 }
 
+double ms(std::chrono::microseconds us) {
+  return static_cast<double>(us.count()) / 1000.0;
+}
+
+json timings_json(const serve::Completion& done) {
+  return {{"queue_ms", ms(done.timings.queue)},
+          {"prefill_ms", ms(done.timings.prefill)},
+          {"first_token_ms", ms(done.timings.first_token)},
+          {"total_ms", ms(done.timings.total)}};
+}
+
 json bytes_of(const std::string& s) {
   json out = json::array();
   for (unsigned char c : s) out.push_back(static_cast<int>(c));
@@ -28,10 +39,14 @@ json bytes_of(const std::string& s) {
 
 const char* finish_reason_name(serve::FinishReason reason) {
   switch (reason) {
-    case serve::FinishReason::kStop: return "stop";
-    case serve::FinishReason::kLength: return "length";
-    case serve::FinishReason::kCancelled: return "cancelled";
-    case serve::FinishReason::kError: return "error";
+    case serve::FinishReason::kStop:
+      return "stop";
+    case serve::FinishReason::kLength:
+      return "length";
+    case serve::FinishReason::kCancelled:
+      return "cancelled";
+    case serve::FinishReason::kError:
+      return "error";
   }
   return "stop";
 }
@@ -40,19 +55,21 @@ ResponseBuilder::ResponseBuilder(const ApiCall& call, std::string model, uint64_
                                  int64_t created, const tokenizer::Tokenizer* tokenizer)
     : call_(call),
       model_(std::move(model)),
-      id_(fmt::format("{}-{:x}", call.endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", request_id)),
+      id_(fmt::format("{}-{:x}", call.endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl",
+                      request_id)),
       created_(created),
       tokenizer_(tokenizer),
       reasoning_(/*starts_in_reasoning=*/call.split_reasoning) {
-  logprobs_acc_ = call.endpoint == Endpoint::kChat
-                      ? json{{"content", json::array()}}
-                      : json{{"tokens", json::array()},
-                             {"token_logprobs", json::array()},
-                             {"top_logprobs", json::array()},
-                             {"text_offset", json::array()}};
+  logprobs_acc_ = call.endpoint == Endpoint::kChat ? json{{"content", json::array()}}
+                                                   : json{{"tokens", json::array()},
+                                                          {"token_logprobs", json::array()},
+                                                          {"top_logprobs", json::array()},
+                                                          {"text_offset", json::array()}};
 }
 
-std::string ResponseBuilder::sse(const json& event) { return "data: " + dump(event) + "\n\n"; }
+std::string ResponseBuilder::sse(const json& event) {
+  return "data: " + dump(event) + "\n\n";
+}
 
 json ResponseBuilder::chunk_skeleton() const {
   const bool chat = call_.endpoint == Endpoint::kChat;
@@ -63,12 +80,11 @@ json ResponseBuilder::chunk_skeleton() const {
 }
 
 json ResponseBuilder::logprobs_json(const serve::TokenDelta& delta) const {
-  json acc = call_.endpoint == Endpoint::kChat
-                 ? json{{"content", json::array()}}
-                 : json{{"tokens", json::array()},
-                        {"token_logprobs", json::array()},
-                        {"top_logprobs", json::array()},
-                        {"text_offset", json::array()}};
+  json acc = call_.endpoint == Endpoint::kChat ? json{{"content", json::array()}}
+                                               : json{{"tokens", json::array()},
+                                                      {"token_logprobs", json::array()},
+                                                      {"top_logprobs", json::array()},
+                                                      {"text_offset", json::array()}};
   size_t offset = text_offset_;
   auto token_text = [&](int32_t id) {
     if (!tokenizer_) return fmt::format("<{}>", id);
@@ -83,8 +99,10 @@ json ResponseBuilder::logprobs_json(const serve::TokenDelta& delta) const {
         const std::string alt = token_text(lp.top[i].token);
         top.push_back({{"token", alt}, {"logprob", lp.top[i].logprob}, {"bytes", bytes_of(alt)}});
       }
-      acc["content"].push_back(
-          {{"token", text}, {"logprob", lp.logprob}, {"bytes", bytes_of(text)}, {"top_logprobs", top}});
+      acc["content"].push_back({{"token", text},
+                                {"logprob", lp.logprob},
+                                {"bytes", bytes_of(text)},
+                                {"top_logprobs", top}});
     } else {
       json top = json::object();
       for (int i = 0; i < call_.top_logprobs && i < static_cast<int>(lp.top.size()); ++i) {
@@ -110,31 +128,36 @@ void ResponseBuilder::append_logprobs(json& acc, const serve::TokenDelta& delta)
 std::string ResponseBuilder::stream_start() {
   if (call_.endpoint != Endpoint::kChat) return {};
   json chunk = chunk_skeleton();
-  chunk["choices"] = json::array(
-      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
-        {"finish_reason", nullptr}}});
+  chunk["choices"] = json::array({{{"index", 0},
+                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", nullptr}}});
   return sse(chunk);
 }
 
 std::string ResponseBuilder::stream_delta(const serve::TokenDelta& delta) {
   json logprobs = call_.logprobs && !delta.logprobs.empty() ? logprobs_json(delta) : json(nullptr);
+  const bool ids = call_.return_token_ids && !delta.tokens.empty();
   std::string out;
   if (call_.endpoint == Endpoint::kChat) {
     ReasoningStream::Delta split = call_.split_reasoning ? reasoning_.push(delta.text)
                                                          : ReasoningStream::Delta{{}, delta.text};
-    if (split.reasoning.empty() && split.content.empty() && logprobs.is_null()) return out;
+    if (split.reasoning.empty() && split.content.empty() && logprobs.is_null() && !ids) return out;
     json d = json::object();
     if (!split.reasoning.empty()) d["reasoning_content"] = split.reasoning;
     if (!split.content.empty() || split.reasoning.empty()) d["content"] = split.content;
+    json choice = {{"index", 0}, {"delta", d}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
+    if (ids) choice["token_ids"] = delta.tokens;
     json chunk = chunk_skeleton();
-    chunk["choices"] = json::array(
-        {{{"index", 0}, {"delta", d}, {"logprobs", logprobs}, {"finish_reason", nullptr}}});
+    chunk["choices"] = json::array({std::move(choice)});
     out = sse(chunk);
   } else {
-    if (delta.text.empty() && logprobs.is_null()) return out;
+    if (delta.text.empty() && logprobs.is_null() && !ids) return out;
+    json choice = {
+        {"index", 0}, {"text", delta.text}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
+    if (ids) choice["token_ids"] = delta.tokens;
     json chunk = chunk_skeleton();
-    chunk["choices"] = json::array(
-        {{{"index", 0}, {"text", delta.text}, {"logprobs", logprobs}, {"finish_reason", nullptr}}});
+    chunk["choices"] = json::array({std::move(choice)});
     out = sse(chunk);
   }
   text_offset_ += delta.text.size();
@@ -159,6 +182,7 @@ std::string ResponseBuilder::stream_end(const serve::Completion& done) {
                                      {"logprobs", nullptr},
                                      {"finish_reason", finish_reason_name(done.reason)}}});
   }
+  chunk["timings"] = timings_json(done);
   out += sse(chunk);
   if (call_.include_usage) {
     json usage = chunk_skeleton();
@@ -171,13 +195,16 @@ std::string ResponseBuilder::stream_end(const serve::Completion& done) {
 }
 
 std::string ResponseBuilder::stream_error(const Error& error) {
-  json event = {{"error", {{"message", error.message}, {"type", "server_error"},
-                           {"code", errc_name(error.code)}}}};
+  json event = {
+      {"error",
+       {{"message", error.message}, {"type", "server_error"}, {"code", errc_name(error.code)}}}};
   return sse(event) + "data: [DONE]\n\n";
 }
 
 void ResponseBuilder::collect(const serve::TokenDelta& delta) {
   if (call_.logprobs && !delta.logprobs.empty()) append_logprobs(logprobs_acc_, delta);
+  if (call_.return_token_ids)
+    token_ids_.insert(token_ids_.end(), delta.tokens.begin(), delta.tokens.end());
   text_offset_ += delta.text.size();
   if (call_.endpoint == Endpoint::kChat && call_.split_reasoning) {
     ReasoningStream::Delta split = reasoning_.push(delta.text);
@@ -199,7 +226,8 @@ std::string ResponseBuilder::body(const serve::Completion& done) {
   if (call_.endpoint == Endpoint::kChat) {
     json message = {{"role", "assistant"}, {"content", text_}};
     if (call_.split_reasoning) {
-      message["reasoning_content"] = reasoning_text_.empty() ? json(nullptr) : json(reasoning_text_);
+      message["reasoning_content"] =
+          reasoning_text_.empty() ? json(nullptr) : json(reasoning_text_);
     }
     response["object"] = "chat.completion";
     response["choices"] = json::array({{{"index", 0},
@@ -213,7 +241,9 @@ std::string ResponseBuilder::body(const serve::Completion& done) {
                                         {"logprobs", logprobs},
                                         {"finish_reason", finish_reason_name(done.reason)}}});
   }
+  if (call_.return_token_ids) response["choices"][0]["token_ids"] = token_ids_;
   response["usage"] = usage_json(done);
+  response["timings"] = timings_json(done);
   return dump(response);
 }
 

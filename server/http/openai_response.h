@@ -1,6 +1,11 @@
 // Builds OpenAI response bodies from scheduler events: one JSON document for
 // a non-streaming call, or server-sent events in OpenAI's chunk format
 // ("data: {...}\n\n", ending with "data: [DONE]\n\n") for a streaming one.
+//
+// Extensions, ignored by OpenAI clients: "token_ids" in each choice when the
+// request set return_token_ids (as vLLM does), and the server's "timings"
+// (queue, prefill, first token, total, in ms) in the non-streaming body and
+// the final chunk of a stream (as llama.cpp does).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +50,7 @@ class ResponseBuilder {
   const tokenizer::Tokenizer* tokenizer_;
   ReasoningStream reasoning_;
   std::string text_, reasoning_text_;
+  std::vector<int32_t> token_ids_;
   nlohmann::json logprobs_acc_;
   size_t text_offset_ = 0;
 };

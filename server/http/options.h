@@ -27,6 +27,8 @@ struct HttpOptions {
   // Bytes of unsent SSE a slow reader may hold before we give up on it.
   uint32_t max_pending_write_bytes = 8u << 20;
   std::string model_name;  // reported by /v1/models; defaults to the engine's
+  // Not a flag of its own: `serve` copies the socket's --max-prompt-tokens.
+  uint32_t max_prompt_tokens = 32768;
 };
 
 struct ListenAddress {

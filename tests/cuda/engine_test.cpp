@@ -110,6 +110,47 @@ void expect_golden_greedy(const std::vector<int32_t>& got, const GoldenCase& c, 
   }
 }
 
+double max_abs(const std::vector<float>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    m = std::max(m, std::abs(a[i] - b[i]));
+  }
+  return m;
+}
+
+// First-step logits against golden, with the bounds the CPU reference meets
+// (tests/engine/golden_test.cpp). tiny-qwen2-int8exact: only arithmetic
+// differs from the float64 golden, so the relative L2 bound 1e-2
+// applies directly. tiny-qwen2: its bf16 weights are rounded to INT8, and
+// that rounding alone puts the CPU reference engine at 0.0093-0.0116
+// relative L2 from golden on these five prompts (measured; max |diff|
+// 0.014-0.017), so a 1e-2 bound against golden tests the INT8 format, not
+// the engine. There the CUDA engine must (1) stay
+// within the CPU golden test's logit bound (max |logit - golden| <= 0.03)
+// and (2) agree with the CPU engine on the same INT8 weights within the
+// relative L2 bound 1e-2: the engine's own error, which is what the issue's
+// bound is about.
+void expect_first_logits(const std::string& fixture, const std::vector<float>& got,
+                         const GoldenCase& c, size_t index) {
+  if (fixture == "tiny-qwen2-int8exact") {
+    EXPECT_LE(rel_l2(got, c.first_logits), 1e-2) << "case " << index;
+    return;
+  }
+  EXPECT_LE(max_abs(got, c.first_logits), 0.03) << "case " << index;
+  EngineOptions co;
+  co.backend = engine::Backend::kCpu;
+  co.max_batch = 1;
+  co.max_context = 1024;
+  auto cpu = engine::CpuEngine::create(co, load_fixture(fixture));
+  ASSERT_TRUE(cpu) << cpu.error().to_string();
+  auto all = (*cpu)->model().forward_all_logits(c.prompt);
+  ASSERT_TRUE(all) << all.error().to_string();
+  const std::vector<double> want(all->end() - static_cast<std::ptrdiff_t>(c.first_logits.size()),
+                                 all->end());
+  EXPECT_LE(rel_l2(got, want), 1e-2) << "case " << index << " (vs the CPU engine)";
+}
+
 class CudaGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaGolden, GreedyOneSequenceAtATime) {
@@ -129,7 +170,7 @@ TEST_P(CudaGolden, GreedyOneSequenceAtATime) {
       if (out.size() == 1) {
         auto logits = introspect(*e).last_logits(0);
         ASSERT_TRUE(logits);
-        EXPECT_LE(rel_l2(*logits, c.first_logits), 1e-2) << "case " << i;
+        expect_first_logits(GetParam(), *logits, c, i);
       }
     }
     e->release(i + 1);
@@ -152,6 +193,35 @@ TEST_P(CudaGolden, AllCasesBatchedTogether) {
     for (const auto& t : step->tokens) out[t.id].push_back(t.token);
   }
   for (size_t i = 0; i < cases.size(); ++i) expect_golden_greedy(out[i], cases[i], i);
+}
+
+// Programmatic dependent launch changes only when kernels start, never what
+// they compute: the same greedy tokens, and logits equal up to the summation
+// order of the (separately tuned) GEMV shapes.
+TEST_P(CudaGolden, PdlAndPlainLaunchesAgree) {
+  const auto cases = load_golden(GetParam());
+  cuda::CudaTuning with_pdl;
+  with_pdl.pdl = true;
+  auto a = make_cuda(load_fixture(GetParam()), 2);
+  auto b = make_cuda(load_fixture(GetParam()), 2, with_pdl);
+  ASSERT_TRUE(a && b);
+  for (auto* e : {a.get(), b.get()}) {
+    ASSERT_TRUE(e->add({1, cases[2].prompt, 12, {}}));
+    ASSERT_TRUE(e->add({2, cases[0].prompt, 12, {}}));
+  }
+  for (int s = 0; s < 12; ++s) {
+    auto ra = a->step(), rb = b->step();
+    ASSERT_TRUE(ra && rb);
+    ASSERT_EQ(ra->tokens.size(), rb->tokens.size());
+    for (size_t i = 0; i < ra->tokens.size(); ++i)
+      EXPECT_EQ(ra->tokens[i].token, rb->tokens[i].token) << "step " << s;
+    for (int row = 0; row < 2; ++row) {
+      auto la = introspect(*a).last_logits(row), lb = introspect(*b).last_logits(row);
+      ASSERT_TRUE(la && lb);
+      const std::vector<double> want(la->begin(), la->end());
+      EXPECT_LE(rel_l2(*lb, want), 1e-4) << "step " << s << " row " << row;
+    }
+  }
 }
 
 TEST_P(CudaGolden, GraphsAndDirectLaunchesAgree) {

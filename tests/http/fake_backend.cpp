@@ -22,7 +22,8 @@ ScriptedDispatcher::~ScriptedDispatcher() {
   thread_.join();
 }
 
-Status ScriptedDispatcher::submit(serve::Request request, std::shared_ptr<serve::RequestSink> sink) {
+Status ScriptedDispatcher::submit(serve::Request request,
+                                  std::shared_ptr<serve::RequestSink> sink) {
   std::lock_guard lock(mutex_);
   if (jobs_.size() >= max_running_) return make_error(Errc::kResourceExhausted, "queue is full");
   if (static_cast<int>(request.prompt.size()) + request.stop.max_new_tokens > info_.max_context) {
@@ -106,7 +107,8 @@ void ScriptedDispatcher::loop() {
         serve::TokenLogprobs lp;
         lp.token = 'a';
         lp.logprob = -0.5f;
-        for (int k = 0; k < job.request.sampling.top_logprobs; ++k) lp.top.push_back({'a' + k, -0.5f - k});
+        for (int k = 0; k < job.request.sampling.top_logprobs; ++k)
+          lp.top.push_back({'a' + k, -0.5f - k});
         delta.logprobs.push_back(lp);
       }
       ++job.next;

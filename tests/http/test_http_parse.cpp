@@ -21,7 +21,9 @@ class ParseTest : public ::testing::Test {
     info_.vocab_size = 256;
     ctx_ = ParseContext{&tokenizer_, &info_, 64, 200};
   }
-  Expected<ApiCall> chat(const std::string& body) { return parse_api_call(Endpoint::kChat, body, ctx_); }
+  Expected<ApiCall> chat(const std::string& body) {
+    return parse_api_call(Endpoint::kChat, body, ctx_);
+  }
   Expected<ApiCall> completion(const std::string& body) {
     return parse_api_call(Endpoint::kCompletions, body, ctx_);
   }
@@ -71,7 +73,8 @@ TEST_F(ParseTest, CompletionAcceptsTextAndTokenIds) {
 TEST_F(ParseTest, MalformedAndWrongTypesAreInvalidArgument) {
   for (const char* body :
        {"{", "[]", "not json", R"({"messages":"hi"})", R"({"messages":[]})",
-        R"({"messages":[{"content":"x"}]})", R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})",
+        R"({"messages":[{"content":"x"}]})",
+        R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})",
         R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"10"})",
         R"({"messages":[{"role":"user","content":"x"}],"stream":1})",
         R"({"messages":[{"role":"user","content":"x"}],"stop":[1]})",
@@ -97,14 +100,16 @@ TEST_F(ParseTest, TooManyTokensIsTooLarge) {
 }
 
 TEST_F(ParseTest, UnknownFieldsAreIgnoredButNIsChecked) {
-  EXPECT_TRUE(chat(R"({"messages":[{"role":"user","content":"x"}],"frequency_penalty":0,"user":"u"})"));
+  EXPECT_TRUE(
+      chat(R"({"messages":[{"role":"user","content":"x"}],"frequency_penalty":0,"user":"u"})"));
   auto call = chat(R"({"messages":[{"role":"user","content":"x"}],"n":2})");
   ASSERT_FALSE(call);
   EXPECT_EQ(call.error().code, Errc::kUnsupported);
 }
 
 TEST_F(ParseTest, LogprobsFlags) {
-  auto chat_call = chat(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3})");
+  auto chat_call =
+      chat(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3})");
   ASSERT_TRUE(chat_call);
   EXPECT_TRUE(chat_call->logprobs);
   EXPECT_EQ(chat_call->request.sampling.top_logprobs, 3);
@@ -218,8 +223,8 @@ TEST(Metrics, ExpositionIsWellFormed) {
     std::string name = line.substr(0, std::min(line.find('{'), space));
     for (const char* suffix : {"_bucket", "_sum", "_count"}) {
       const std::string sfx(suffix);
-      if (name.size() > sfx.size() && name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0 &&
-          !typed.count(name)) {
+      if (name.size() > sfx.size() &&
+          name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0 && !typed.count(name)) {
         name.resize(name.size() - sfx.size());
       }
     }
@@ -228,7 +233,8 @@ TEST(Metrics, ExpositionIsWellFormed) {
     (void)std::stod(line.substr(space + 1), &used);
     EXPECT_EQ(used, line.size() - space - 1) << line;
   }
-  EXPECT_NE(text.find("ringserve_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2"), std::string::npos);
+  EXPECT_NE(text.find("ringserve_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2"),
+            std::string::npos);
   EXPECT_NE(text.find("ringserve_batch_size_sum 4"), std::string::npos);
   EXPECT_NE(text.find("model=\"q\\\"uote\""), std::string::npos);
   EXPECT_NE(text.find("verdict=\"warn\""), std::string::npos);

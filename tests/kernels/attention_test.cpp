@@ -95,6 +95,8 @@ void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens)
 TEST(AttentionDecode, Qwen7bShapesVariousContexts) {
   check_decode({28, 4, 128}, {1, 77, 700}, 64);
   check_decode({28, 4, 128}, {513, 16, 4096}, 256);
+  // The engine's default split (16 keys): 48 splits at the benchmark's 768.
+  check_decode({28, 4, 128}, {768, 1, 300, 17}, 16);
 }
 
 TEST(AttentionDecode, TinyShapes) {

@@ -6,6 +6,7 @@
 
 #include "device_buffer.h"
 #include "gemv_w8a16.h"
+#include "norm.h"
 #include "reference.h"
 #include "support/test_support.h"
 
@@ -129,8 +130,8 @@ void check(const Problem& p, GemvEpilogue epi, const std::vector<GemvConfig>& co
   auto one = [&](const GemvConfig* cfg) {
     const auto got = run(p, h, epi, cfg, rp);
     EXPECT_LT(ref::rel_l2(got, want), bf16_out ? 5e-3 : 1e-5)
-        << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch << " config tiles="
-        << (cfg ? cfg->tiles : 0) << " warps=" << (cfg ? cfg->warps : 0)
+        << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch
+        << " config tiles=" << (cfg ? cfg->tiles : 0) << " warps=" << (cfg ? cfg->warps : 0)
         << " unroll=" << (cfg ? cfg->unroll : 0) << (cfg ? "" : " (default)");
   };
   if (configs.empty()) {
@@ -210,10 +211,10 @@ TEST(Gemv, EveryVariantAtSevenBShapes) {
 TEST(Gemv, EveryVariantAtEdgeSizes) {
   for (auto epi : {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32}) {
     const auto cfgs = all_configs(epi);
-    for (const Problem& p : {Problem{1, 64, 1, true}, Problem{17, 160, 3, true},
-                             Problem{33, 40, 2, false}, Problem{100, 1000, 11, true},
-                             Problem{64, 16, 8, false}, Problem{96, 208, 8, true},
-                             Problem{64, 128, 4, false}, Problem{50, 4160, 9, true}})
+    for (const Problem& p :
+         {Problem{1, 64, 1, true}, Problem{17, 160, 3, true}, Problem{33, 40, 2, false},
+          Problem{100, 1000, 11, true}, Problem{64, 16, 8, false}, Problem{96, 208, 8, true},
+          Problem{64, 128, 4, false}, Problem{50, 4160, 9, true}})
       check(p, epi, cfgs);
   }
   const auto silu = all_configs(GemvEpilogue::kSiluMulBf16);
@@ -224,6 +225,54 @@ TEST(Gemv, EveryVariantAtEdgeSizes) {
 
 TEST(Gemv, LmHeadShapeGroupedVariant) {
   check({152064, 3584, 2, false}, GemvEpilogue::kStoreF32, {GemvConfig{1, 4, 8}});
+}
+
+// Programmatic dependent launch: the GEMV may start while the kernel that
+// writes its input still runs and must wait for it before reading. The
+// producer is the RMSNorm the decode step runs before a GEMV (it lets its
+// dependants launch at once), here over many rows so it is still running
+// when the GEMV starts; the GEMV's x is its last rows, poisoned (NaN)
+// beforehand. The reference is computed from x as the producer left it.
+TEST(Gemv, PdlLaunchWaitsForTheProducerOfX) {
+  const Problem p{4608, 3584, 4, true};
+  const int norm_rows = 8192;
+  std::mt19937_64 rng(test_seed() ^ 0x9d1);
+  Host h = make_host(p, rng);
+  const auto xin = ref::random_f32(static_cast<size_t>(norm_rows) * p.cols, rng, -2.0f, 2.0f);
+  DeviceBuffer<float> dxin(xin), ones(std::vector<float>(p.cols, 1.0f));
+  DeviceBuffer<uint16_t> xn(static_cast<size_t>(norm_rows) * p.cols);
+  DeviceBuffer<int8_t> q(h.q);
+  DeviceBuffer<float> scale(h.scale), bias(h.bias);
+  const size_t x_off = static_cast<size_t>(norm_rows - p.batch) * p.cols;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (const GemvConfig& cfg : {GemvConfig{1, 8, 0}, GemvConfig{1, 8, 8}, GemvConfig{1, 16, 4}}) {
+    xn.poison();
+    DeviceBuffer<float> out(static_cast<size_t>(p.batch) * p.rows);
+    out.poison();
+    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dxin.get(), ones.get(),
+                                             reinterpret_cast<__nv_bfloat16*>(xn.get()), norm_rows,
+                                             p.cols, 1e-6f, nullptr, stream));
+    GemvArgs a;
+    a.w = q.get();
+    a.scale = scale.get();
+    a.bias = bias.get();
+    a.rows = p.rows;
+    a.cols = p.cols;
+    a.x = reinterpret_cast<const __nv_bfloat16*>(xn.get() + x_off);
+    a.batch = p.batch;
+    a.out = out.get();
+    a.pdl = true;
+    ASSERT_TRUE(kernels::gemv_w8a16(a, cfg, stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto all_x = xn.download();
+    h.x.assign(all_x.begin() + static_cast<std::ptrdiff_t>(x_off), all_x.end());
+    const auto want = expected(p, h, GemvEpilogue::kStoreF32, nullptr);
+    const auto got_f = out.download();
+    const std::vector<double> got(got_f.begin(), got_f.end());
+    EXPECT_LT(ref::rel_l2(got, want), 1e-5) << "unroll " << cfg.unroll << " warps " << cfg.warps;
+  }
+  cudaStreamDestroy(stream);
 }
 
 TEST(Gemv, RejectsBadArguments) {

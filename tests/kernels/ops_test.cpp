@@ -33,7 +33,12 @@ std::vector<double> as_double(const std::vector<uint16_t>& v) {
 
 TEST(RmsNorm, MatchesReferenceWithAndWithoutRowIndex) {
   std::mt19937_64 rng(test_seed());
-  for (auto [rows, cols] : {std::pair{5, 3584}, std::pair{3, 64}, std::pair{2, 100}}) {
+  // Widths cover the vector kernel at 1, 2, 4 and 8 float4 per thread (3584
+  // is the 7B's hidden size), a partial last warp (100), and the scalar
+  // fallback for cols % 4 != 0 (102) and for rows too wide to hold (18944).
+  for (auto [rows, cols] : {std::pair{5, 3584}, std::pair{3, 64}, std::pair{2, 100},
+                            std::pair{2, 102}, std::pair{3, 4100}, std::pair{2, 8192},
+                            std::pair{2, 16384}, std::pair{2, 18944}}) {
     auto x = ref::random_f32(static_cast<size_t>(rows) * cols, rng, -30.0f, 30.0f);
     auto w = ref::random_f32(cols, rng, 0.5f, 1.5f);
     DeviceBuffer<float> dx(x), dw(w);
@@ -65,6 +70,28 @@ TEST(RmsNorm, MatchesReferenceWithAndWithoutRowIndex) {
   }
 }
 
+TEST(RmsNorm, VectorAndScalarPathsAgree) {
+  // A row starting one float in (not 16-byte aligned) takes the scalar path;
+  // the same values aligned take the vector path. Same arithmetic per element,
+  // only the sum of squares is added in another order.
+  std::mt19937_64 rng(test_seed());
+  const int rows = 2, cols = 3584;
+  auto x = ref::random_f32(static_cast<size_t>(rows) * cols + 1, rng, -30.0f, 30.0f);
+  auto w = ref::random_f32(cols, rng, 0.5f, 1.5f);
+  std::vector<float> aligned_x(x.begin() + 1, x.end());
+  DeviceBuffer<float> dx(x), dxa(aligned_x), dw(w);
+  DeviceBuffer<uint16_t> y_scalar(static_cast<size_t>(rows) * cols), y_vec(y_scalar.size());
+  y_scalar.poison();
+  y_vec.poison();
+  ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dx.get() + 1, dw.get(), bf(y_scalar), rows, cols, 1e-6f,
+                                           nullptr, nullptr));
+  ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dxa.get(), dw.get(), bf(y_vec), rows, cols, 1e-6f,
+                                           nullptr, nullptr));
+  auto a = as_double(y_scalar.download()), b = as_double(y_vec.download());
+  EXPECT_LT(ref::rel_l2(a, b), 1e-3);
+  EXPECT_LT(ref::rel_l2(b, ref::rmsnorm(aligned_x, w, rows, cols, 1e-6)), 5e-3);
+}
+
 TEST(Embedding, GathersRowsAndZeroesInvalidIds) {
   std::mt19937_64 rng(test_seed());
   const int vocab = 1000, cols = 3584;
@@ -88,7 +115,9 @@ struct RopeCase {
   int H, KVH, D;
 };
 
-void check_rope(const RopeCase& rc, bool raw_input) {
+// table: the inverse frequencies come from a device table (the engine's
+// path) rather than being computed in the kernel; both must agree bit for bit.
+void check_rope(const RopeCase& rc, bool raw_input, bool table = false) {
   std::mt19937_64 rng(test_seed() ^ rc.D);
   const int ntok = 6, BT = 16, nblocks = 8;
   const int width = (rc.H + 2 * rc.KVH) * rc.D;
@@ -118,6 +147,8 @@ void check_rope(const RopeCase& rc, bool raw_input) {
   a.v_cache = bf(vc);
   a.k_out = bf(kout);
   a.v_out = bf(vout);
+  DeviceBuffer<float> dfreq(kernels::rope_inv_freq(rc.D, 10000.0));
+  if (table) a.inv_freq = dfreq.get();
   if (raw_input) {
     ASSERT_TRUE(kernels::rope_kv_write(dq.get(), width, dscale.get(), dbias.get(), a, nullptr));
   } else {
@@ -131,6 +162,18 @@ void check_rope(const RopeCase& rc, bool raw_input) {
   }
   auto q = qout.download(), k = kc.download(), v = vc.download(), ko = kout.download(),
        vo = vout.download();
+  if (table) {
+    // The same call without the table: identical bits.
+    a.inv_freq = nullptr;
+    for (auto* b : {&qout, &kc, &kout}) b->poison();
+    if (raw_input)
+      ASSERT_TRUE(kernels::rope_kv_write(dq.get(), width, dscale.get(), dbias.get(), a, nullptr));
+    else
+      ASSERT_TRUE(kernels::rope_kv_write(dq.get(), width, a, nullptr));
+    EXPECT_EQ(qout.download(), q);
+    EXPECT_EQ(kc.download(), k);
+    EXPECT_EQ(kout.download(), ko);
+  }
   std::vector<double> got, want;
   for (int t = 0; t < ntok; ++t) {
     auto val = [&](int c) { return double(raw[t * width + c]) * scale[c] + bias[c]; };
@@ -165,6 +208,24 @@ TEST(RopeKv, Qwen7bHeadsRawInputWithScaleAndBias) {
 }
 TEST(RopeKv, TinyHeads) {
   check_rope({4, 2, 16}, true);
+}
+TEST(RopeKv, PrecomputedFrequencyTableMatchesInKernelOnes) {
+  check_rope({28, 4, 128}, false, true);
+  check_rope({28, 4, 128}, true, true);
+  check_rope({4, 2, 16}, true, true);
+  check_rope({5, 1, 256}, false, true);  // widest head_dim; 7 heads, a partial group
+}
+
+TEST(RopeKv, FrequencyTableMatchesCpuEngineRule) {
+  // server/engine/rope.cpp: bf16(float(1 / theta^(2i/d))).
+  for (double theta : {10000.0, 1000000.0}) {
+    auto f = kernels::rope_inv_freq(128, theta);
+    ASSERT_EQ(f.size(), 64u);
+    for (int i = 0; i < 64; ++i) {
+      const auto exact = static_cast<float>(1.0 / std::pow(theta, (2.0 * i) / 128));
+      EXPECT_EQ(f[i], static_cast<float>(ref::bf16(ref::to_bf16(exact)))) << i;
+    }
+  }
 }
 
 TEST(GemmCublas, NtMatchesReference) {

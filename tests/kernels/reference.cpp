@@ -87,7 +87,8 @@ void rope(double* v, int head_dim, int pos, double theta) {
   for (int i = 0; i < half; ++i) {
     // inv_freq rounded to bf16 like the CPU engine and the HF reference of a
     // bf16 checkpoint (server/engine/rope.h explains why).
-    const double inv_freq = bf16(to_bf16(static_cast<float>(1.0 / std::pow(theta, 2.0 * i / head_dim))));
+    const double inv_freq =
+        bf16(to_bf16(static_cast<float>(1.0 / std::pow(theta, 2.0 * i / head_dim))));
     const double a = pos * inv_freq, c = std::cos(a), s = std::sin(a);
     const double x1 = v[i], x2 = v[i + half];
     v[i] = x1 * c - x2 * s;

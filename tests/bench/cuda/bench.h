@@ -48,5 +48,6 @@ struct Ceilings {
 Ceilings measure_ceilings();
 void run_kernel_bench(const Ceilings& c, bool quick);
 void run_engine_bench(const Ceilings& c, int decode_steps);
+void run_decode_profile(int batch);
 
 }  // namespace ringserve::bench

@@ -49,16 +49,24 @@ int main(int argc, char** argv) {
   CLI::App app{"ringserve CUDA benchmark"};
   bool skip_kernels = false, skip_engine = false, quick = false;
   int decode_steps = 256;
+  int profile_batch = 0;
   app.add_flag("--skip-kernels", skip_kernels, "skip the per-kernel benchmark");
   app.add_flag("--skip-engine", skip_engine, "skip the engine benchmark");
   app.add_flag("--quick", quick, "fewer kernel configurations");
   app.add_option("--decode-steps", decode_steps,
                  "decode steps per measurement (context 512 -> 512+N)");
+  app.add_option("--profile-decode", profile_batch,
+                 "only run two un-graphed decode steps at this batch size inside "
+                 "cudaProfilerStart/Stop (for ncu --profile-from-start off)");
   CLI11_PARSE(app, argc, argv);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "no CUDA device\n");
     return 77;
+  }
+  if (profile_batch > 0) {
+    ringserve::bench::run_decode_profile(profile_batch);
+    return 0;
   }
   const auto ceilings = ringserve::bench::measure_ceilings();
   if (!skip_kernels) ringserve::bench::run_kernel_bench(ceilings, quick);

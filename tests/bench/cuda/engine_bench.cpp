@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
+
+#include <cuda_profiler_api.h>
 
 #include "bench.h"
 #include "cuda/cuda_engine.h"
@@ -63,6 +66,8 @@ void prefill_bench(engine::Engine& e, const char* label, std::mt19937_64& rng) {
   std::printf(
       "  prefill 512 tokens, %-24s GPU %6.2f ms, wall %6.2f ms (median of %zu; target <= 15 ms)\n",
       label, gpu[gpu.size() / 2], wall[wall.size() / 2], wall.size());
+  std::printf("RESULT prefill512 %s gpu_ms=%.3f wall_ms=%.3f\n", label, gpu[gpu.size() / 2],
+              wall[wall.size() / 2]);
 }
 
 void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, const Ceilings& c,
@@ -100,6 +105,14 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
       "%.1f%% of copy, %.1f%% of read ceiling\n",
       batch, label, tokens / wall, step_ms, gpu[gpu.size() / 2], gbs, 100 * gbs / c.copy_gbs,
       100 * gbs / c.read_gbs);
+  if (std::string(label) == "(graphs)") {
+    // Machine-readable, for scripts/gpu_bench.sh's server-overhead line.
+    std::printf("RESULT decode_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", batch, step_ms,
+                tokens / wall, 100 * gbs / c.copy_gbs);
+  } else if (std::string(label) == "(graphs+PDL)") {
+    std::printf("RESULT decode_pdl_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", batch, step_ms,
+                tokens / wall, 100 * gbs / c.copy_gbs);
+  }
 }
 
 }  // namespace
@@ -135,6 +148,16 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     std::printf("  targets: batch 1 >= 480 tok/s, batch 4 >= 1800 tok/s\n");
   }
   {
+    // The same with programmatic dependent launch for the decode GEMVs
+    // (CudaTuning::pdl, off by default until this line shows it helps).
+    cuda::CudaTuning t;
+    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
+    t.pdl = true;
+    auto e = make(*w, t);
+    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs+PDL)", rng);
+    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs+PDL)", rng);
+  }
+  {
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
     t.use_graphs = false;
@@ -142,6 +165,30 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     prefill_bench(*e, "(int8 dequant per layer)", rng);
     decode_bench(*e, 1, std::min(decode_steps, 64), weight_bytes, c, "(no graphs)", rng);
   }
+}
+
+void run_decode_profile(int batch) {
+  // A few decode steps without graphs between cudaProfilerStart/Stop, for
+  // `ncu --profile-from-start off`: each kernel's own duration at batch
+  // `batch` and context 512, to set against the graph-replayed step time.
+  model::LoadOptions lo;
+  auto w = model::load_model("synthetic:deepseek-r1-distill-qwen-7b", lo);
+  if (!w) std::exit(1);
+  cuda::CudaTuning t;
+  t.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
+  t.use_graphs = false;
+  auto e = make(*w, t);
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < batch; ++i)
+    if (!e->add(
+            {static_cast<uint64_t>(1 + i), random_prompt(512, rng, e->info().vocab_size), 16, {}}))
+      std::exit(1);
+  for (int s = 0; s < 3; ++s)
+    if (!e->step()) std::exit(1);
+  cudaProfilerStart();
+  for (int s = 0; s < 2; ++s)
+    if (!e->step()) std::exit(1);
+  cudaProfilerStop();
 }
 
 }  // namespace ringserve::bench

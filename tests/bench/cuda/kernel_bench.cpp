@@ -47,8 +47,8 @@ void gemv_bench(const Ceilings& c, bool quick) {
                           {"down 3584x18944", 3584, 18944, GemvEpilogue::kResidualAddF32},
                           {"lm_head 152064x3584", 152064, 3584, GemvEpilogue::kStoreF32}};
   std::printf("\n== W8A16 GEMV (weights rotated over >= 512 MB so L2 never holds them)\n");
-  std::printf("  %-22s %5s %-12s %9s %8s %7s   %s\n", "shape", "batch", "config", "us", "GB/s",
-              "%read", "(default config)");
+  std::printf("  %-22s %5s %-10s %9s %8s %7s %7s   %s\n", "shape", "batch", "best", "us", "GB/s",
+              "%copy", "%read", "(reference variant: original kernel, default shape)");
   for (const auto& s : shapes) {
     const size_t wbytes = static_cast<size_t>(s.rows) * s.cols;
     const int copies = static_cast<int>(std::max<size_t>(2, (size_t{512} << 20) / wbytes + 1));
@@ -76,33 +76,43 @@ void gemv_bench(const Ceilings& c, bool quick) {
       const auto def = kernels::default_gemv_config(s.rows, s.cols, s.epi);
       double best_ms = 1e30, def_ms = 0;
       kernels::GemvConfig best{};
+      std::string all;
       for (int tiles : {1, 2}) {
         if (s.epi == GemvEpilogue::kSiluMulBf16 && tiles == 1) continue;
         for (int warps : {4, 8, 16}) {
-          const bool is_def = tiles == def.tiles && warps == def.warps;
-          if (quick && !is_def) continue;
-          kernels::GemvConfig cfg{tiles, warps};
-          int it = 0;
-          const double ms = median_ms(
-              [&] {
-                a.w = static_cast<int8_t*>(w[it++ % copies]);
-                if (!kernels::gemv_w8a16(a, cfg, nullptr)) std::exit(1);
-              },
-              40);
-          if (ms < best_ms) {
-            best_ms = ms;
-            best = cfg;
+          for (int unroll : {0, 2, 4, 8}) {
+            const kernels::GemvConfig cfg{tiles, warps, unroll};
+            if (!kernels::gemv_config_valid(cfg)) continue;
+            const bool is_def = tiles == def.tiles && warps == def.warps && unroll == def.unroll;
+            // --quick: the reference and the grouped variants at its shape.
+            if (quick && !(tiles == def.tiles && warps == def.warps)) continue;
+            int it = 0;
+            const double ms = median_ms(
+                [&] {
+                  a.w = static_cast<int8_t*>(w[it++ % copies]);
+                  if (!kernels::gemv_w8a16(a, cfg, nullptr)) std::exit(1);
+                },
+                40);
+            if (ms < best_ms) {
+              best_ms = ms;
+              best = cfg;
+            }
+            if (is_def) def_ms = ms;
+            char one[48];
+            std::snprintf(one, sizeof one, " t%dw%du%d:%.1f", tiles, warps, unroll, ms * 1e3);
+            all += one;
           }
-          if (is_def) def_ms = ms;
         }
       }
       const double bytes = wbytes + 4.0 * s.rows;
       char cfgs[32];
-      std::snprintf(cfgs, sizeof cfgs, "t%d w%d", best.tiles, best.warps);
-      std::printf("  %-22s %5d %-12s %9.1f %8.0f %6.1f%%   (t%d w%d: %.1f us, %.0f GB/s)\n", s.name,
-                  batch, cfgs, best_ms * 1e3, bytes / best_ms / 1e6,
-                  100.0 * bytes / best_ms / 1e6 / c.read_gbs, def.tiles, def.warps, def_ms * 1e3,
-                  bytes / def_ms / 1e6);
+      std::snprintf(cfgs, sizeof cfgs, "t%dw%du%d", best.tiles, best.warps, best.unroll);
+      std::printf(
+          "  %-22s %5d %-10s %9.1f %8.0f %6.1f%% %6.1f%%   (t%dw%du%d: %.1f us, %.0f GB/s)\n",
+          s.name, batch, cfgs, best_ms * 1e3, bytes / best_ms / 1e6,
+          100.0 * bytes / best_ms / 1e6 / c.copy_gbs, 100.0 * bytes / best_ms / 1e6 / c.read_gbs,
+          def.tiles, def.warps, def.unroll, def_ms * 1e3, bytes / def_ms / 1e6);
+      if (batch == 1) std::printf("    all (us):%s\n", all.c_str());
     }
     for (void* p : w) cudaFree(p);
     cudaFree(scale);
