@@ -117,12 +117,12 @@ fi
 if ((server)); then
   sock=/tmp/ringserve-gpu-bench-$$.sock
   "$bin/ringserve" serve --model synthetic:deepseek-r1-distill-qwen-7b --backend cuda \
-    --socket "$sock" --max-context 1024 --max-batch 4 --preflight off \
+    --socket "$sock" --max-context 1024 --max-batch 4 --preflight off --http 127.0.0.1:18080 \
     > "$out/server.log" 2>&1 &
   spid=$!
   ready=0
   for ((i = 0; i < $(allow 120); ++i)); do
-    if grep -q "listening on" "$out/server.log"; then ready=1; break; fi
+    if grep -q "\[ipc\] listening on" "$out/server.log"; then ready=1; break; fi
     kill -0 "$spid" 2>/dev/null || break
     sleep 1
   done
@@ -138,6 +138,16 @@ if ((server)); then
       > "$out/ringbench_c4.log" 2>&1
     r=$?; rc=$((rc | (r != 0)))
     cat "$out/ringbench_c4.log"
+    # The three transports side by side on the real engine (issue 8): what
+    # each adds to the first token and per token, at concurrency 1 and 4.
+    for c in 1 4; do
+      timeout "$(allow 60)" "$bin/ringbench" --socket "$sock" --http 127.0.0.1:18080 \
+        --transport all --input-len 512 --output-len 64 --concurrency $c --requests $((4 * c)) \
+        --warmup 1 --no-progress --json "$out/transports_c$c.json" \
+        > "$out/transports_c$c.log" 2>&1
+      r=$?; rc=$((rc | (r != 0)))
+      cat "$out/transports_c$c.log"
+    done
   else
     note "server did not start (log: server.log)"
     tail -20 "$out/server.log"

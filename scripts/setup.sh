@@ -56,7 +56,8 @@ fi
 
 # Node packages for the HTTP integration tests live in a project-local folder.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-if [[ -f "$root/tests/http/package.json" && ! -d "$root/tests/http/node_modules/openai" ]]; then
+if [[ -f "$root/tests/http/package.json" && ! -d "$root/tests/http/node_modules/openai" ]] &&
+  command -v npm >/dev/null 2>&1; then
   echo "setup.sh: installing the openai npm client into tests/http/node_modules"
   (cd "$root/tests/http" && npm install --no-audit --no-fund --silent)
 fi

@@ -36,20 +36,6 @@ double ms_between(SteadyClock::time_point a, SteadyClock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-const char* finish_name(ringserve::FinishReason r) {
-  switch (r) {
-    case ringserve::FinishReason::kStop:
-      return "stop";
-    case ringserve::FinishReason::kLength:
-      return "length";
-    case ringserve::FinishReason::kCancelled:
-      return "cancelled";
-    case ringserve::FinishReason::kError:
-      return "error";
-  }
-  return "?";
-}
-
 // One request, start to Done, timed on this thread.
 RequestRecord run_ring(Client& client, const std::vector<int32_t>& prompt, const Config& config,
                        SteadyClock::time_point phase_start) {
@@ -85,7 +71,8 @@ RequestRecord run_ring(Client& client, const std::vector<int32_t>& prompt, const
       record.server_ttft_ms = static_cast<double>(done->timings.first_token_us) / 1000.0;
       record.server_total_ms = static_cast<double>(done->timings.total_us) / 1000.0;
       if (done->reason != ringserve::FinishReason::kLength) {
-        record.error = fmt::format("finished with {}{}{}", finish_name(done->reason),
+        record.error = fmt::format("finished with {}{}{}",
+                                   ringserve::protocol::finish_reason_name(done->reason),
                                    done->error_message.empty() ? "" : ": ", done->error_message);
         return record;
       }

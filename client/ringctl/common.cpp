@@ -60,20 +60,6 @@ ringserve::SamplingParams to_params(const SamplingArgs& args) {
   return p;
 }
 
-const char* finish_name(ringserve::FinishReason reason) {
-  switch (reason) {
-    case ringserve::FinishReason::kStop:
-      return "stop";
-    case ringserve::FinishReason::kLength:
-      return "length";
-    case ringserve::FinishReason::kCancelled:
-      return "cancelled";
-    case ringserve::FinishReason::kError:
-      return "error";
-  }
-  return "?";
-}
-
 namespace signals {
 namespace {
 

@@ -36,8 +36,6 @@ struct SamplingArgs {
 void add_sampling_flags(CLI::App& app, SamplingArgs& args);
 ringserve::SamplingParams to_params(const SamplingArgs& args);
 
-const char* finish_name(ringserve::FinishReason reason);
-
 // SIGINT/SIGTERM handling: install() (first thing in main, before any
 // thread exists) blocks both signals in every thread and waits for them on a
 // helper thread. While a Cancel scope is alive the first signal calls its

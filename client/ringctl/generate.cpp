@@ -22,7 +22,7 @@ struct GenerateArgs {
 };
 
 nlohmann::json done_json(const ringserve::Done& d) {
-  return {{"finish_reason", finish_name(d.reason)},
+  return {{"finish_reason", ringserve::protocol::finish_reason_name(d.reason)},
           {"prompt_tokens", d.prompt_tokens},
           {"completion_tokens", d.completion_tokens},
           {"stop_string", d.stop_string},
@@ -115,7 +115,7 @@ int run(const ConnectArgs& connect_args, const GenerateArgs& args) {
     std::fflush(stdout);  // the text before the summary, also when both go to one file
     const double total_s = static_cast<double>(done->timings.total_us) / 1e6;
     std::fprintf(stderr, "[%u tokens, %s, first token %.1f ms, %.1f tokens/s]\n",
-                 done->completion_tokens, finish_name(done->reason),
+                 done->completion_tokens, ringserve::protocol::finish_reason_name(done->reason),
                  static_cast<double>(done->timings.first_token_us) / 1000.0,
                  total_s > 0 ? done->completion_tokens / total_s : 0.0);
   }

@@ -2,6 +2,20 @@
 
 namespace ringserve::protocol {
 
+const char* finish_reason_name(FinishReason reason) noexcept {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "?";
+}
+
 const char* message_name(const Message& message) noexcept {
   static constexpr const char* kNames[] = {
       "Hello", "HelloAck",     "GenerateRequest", "Cancel", "TokenEvent", "Done",

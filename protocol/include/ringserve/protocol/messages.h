@@ -111,6 +111,10 @@ struct TokenEvent {
 
 enum class FinishReason : uint8_t { kStop = 0, kLength = 1, kCancelled = 2, kError = 3 };
 
+// "stop", "length", "cancelled", "error": the names clients print and
+// OpenAI's finish_reason uses.
+const char* finish_reason_name(FinishReason reason) noexcept;
+
 struct Timings {
   uint64_t queue_us = 0;
   uint64_t prefill_us = 0;
