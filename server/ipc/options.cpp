@@ -43,6 +43,15 @@ Status validate(const ServerOptions& o) {
   if (o.session_queue_limit == 0) {
     return make_error(Errc::kInvalidArgument, "--session-queue must be >= 1");
   }
+  // One event of the largest frame size must never trip the limit alone.
+  if (o.max_session_backlog_bytes < 2ull * o.max_frame_bytes) {
+    return make_error(Errc::kInvalidArgument,
+                      "--max-session-backlog-bytes must be >= 2 x --max-frame-bytes ({})",
+                      2ull * o.max_frame_bytes);
+  }
+  if (o.max_session_backlog_bytes > (1ull << 40)) {
+    return make_error(Errc::kInvalidArgument, "--max-session-backlog-bytes must be <= 1 TiB");
+  }
   if (o.shutdown_grace.count() < 0) {
     return make_error(Errc::kInvalidArgument, "--shutdown-grace-ms must be >= 0");
   }
@@ -82,6 +91,12 @@ void add_cli_flags(CLI::App& app, ServerOptions& o) {
       ->group(group);
   app.add_option("--session-queue", o.session_queue_limit,
                  "Outgoing messages queued per session before its requests stop being read")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--max-session-backlog-bytes", o.max_session_backlog_bytes,
+                 "Event bytes queued per session for a client that is not reading them; past "
+                 "it the session's requests are cancelled and ended with an error, and past "
+                 "twice it the session is closed (at least 2 x --max-frame-bytes)")
       ->capture_default_str()
       ->group(group);
   app.add_option("--request-ring-bytes", o.request_ring_bytes,

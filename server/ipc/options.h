@@ -26,8 +26,17 @@ struct ServerOptions {
   uint32_t max_frame_bytes = 1u << 20;
   // Outgoing messages a session may hold before it stops reading new
   // requests from that client (backpressure). Token events already owed to
-  // in-flight requests are still queued past this bound.
+  // in-flight requests are still queued past this bound, up to
+  // max_session_backlog_bytes.
   uint32_t session_queue_limit = 256;
+  // Bytes of events a session may hold for a client that is not reading
+  // them (queued on the socket or waiting for room in the event ring; what
+  // the kernel or the ring already took does not count). At it, the session
+  // stops reading new requests, as at session_queue_limit. Past it, the
+  // session's in-flight requests are cancelled and each is ended with an
+  // Error (kResourceExhausted), queued behind what is already pending. A
+  // session whose backlog would pass twice this even so is closed.
+  uint64_t max_session_backlog_bytes = 64ull << 20;
   // Shared-memory ring sizes; a client may ask for less, never for more.
   uint32_t request_ring_bytes = 1u << 20;
   uint32_t event_ring_bytes = 1u << 20;
@@ -43,8 +52,9 @@ struct ServerOptions {
 Status validate(const ServerOptions& options);
 
 // Registers --socket, --socket-mode, --max-sessions, --max-inflight,
-// --max-prompt-tokens, --max-frame-bytes, --session-queue, --request-ring-bytes,
-// --event-ring-bytes, --no-shm and --shutdown-grace-ms on `app`, writing into
+// --max-prompt-tokens, --max-frame-bytes, --session-queue,
+// --max-session-backlog-bytes, --request-ring-bytes, --event-ring-bytes,
+// --no-shm and --shutdown-grace-ms on `app`, writing into
 // `options` (which must outlive parsing). Call validate() after parsing.
 void add_cli_flags(CLI::App& app, ServerOptions& options);
 

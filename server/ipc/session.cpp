@@ -4,7 +4,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
+#include <fmt/ranges.h>
 #include <boost/asio/post.hpp>
 
 #include "ringserve/protocol/fd_passing.h"
@@ -57,6 +60,15 @@ protocol::SegmentOptions segment_options(const ServerOptions& o, const protocol:
   return s;
 }
 
+// How a request is ended when its client stops reading (and how one is
+// refused while that lasts).
+Error unread_events_error(size_t pending_bytes, uint64_t limit) {
+  return make_error(Errc::kResourceExhausted,
+                    "client is not reading its events: {} bytes were pending "
+                    "(--max-session-backlog-bytes {})",
+                    pending_bytes, limit);
+}
+
 }  // namespace
 
 Session::Session(Socket socket, uint64_t id, std::shared_ptr<ServerContext> context,
@@ -101,13 +113,16 @@ void Session::cancel_all() {
 
 void Session::finish() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
-    for (const auto& [server_id, client_id] : self->by_server_) {
+    // Forgotten first: a send may close the session (backlog ceiling).
+    std::vector<uint64_t> client_ids;
+    for (const auto& [server_id, client_id] : self->by_server_) client_ids.push_back(client_id);
+    self->forget_all_requests();
+    for (uint64_t client_id : client_ids) {
       protocol::Done done;
       done.request_id = client_id;
       done.reason = protocol::FinishReason::kCancelled;
       self->send_event(protocol::encode(done));
     }
-    self->forget_all_requests();
     self->close_after_flush();
   });
 }
@@ -254,6 +269,11 @@ void Session::on_generate(protocol::GenerateRequest wire) {
                               "request id {} is already in flight on this connection", client_id));
     return;
   }
+  if (const size_t pending = backlog_bytes(); pending > ctx_->options.max_session_backlog_bytes) {
+    reject_request(client_id,
+                   unread_events_error(pending, ctx_->options.max_session_backlog_bytes));
+    return;
+  }
   if (by_client_.size() >= ctx_->options.max_inflight_per_session) {
     reject_request(client_id,
                    make_error(Errc::kResourceExhausted,
@@ -344,32 +364,75 @@ void Session::fail(const Error& error) {
 
 void Session::send_event(protocol::Frame frame) {
   if (phase_ == Phase::kClosed) return;
+  const uint64_t limit = ctx_->options.max_session_backlog_bytes;
+  const size_t pending = backlog_bytes();
+  if (pending + frame.as_frame().size() > 2 * limit) {
+    // Not even the errors ending its requests fit: dropping one would leave
+    // the client waiting forever, so it goes, with everything it owes.
+    ctx_->log->warn(
+        "session {} ({}): client is not reading its events ({} bytes pending, twice "
+        "--max-session-backlog-bytes {} reached); disconnecting",
+        id_, peer_, pending, limit);
+    close_now(fmt::format("{} event bytes pending, client not reading", pending));
+    return;
+  }
   if (shm_) {
     Status queued = shm_->send(std::move(frame));
     if (!queued) ctx_->log->warn("session {}: event dropped: {}", id_, queued.error().to_string());
   } else {
     write_socket(std::move(frame));
-    return;
+  }
+  if (const size_t now_pending = backlog_bytes(); now_pending > limit && !by_server_.empty()) {
+    end_unread_requests(now_pending);
   }
   update_backpressure();
+}
+
+void Session::end_unread_requests(size_t pending_bytes) {
+  std::vector<uint64_t> client_ids;
+  client_ids.reserve(by_client_.size());
+  for (const auto& [client_id, server_id] : by_client_) client_ids.push_back(client_id);
+  std::sort(client_ids.begin(), client_ids.end());
+  std::vector<std::string> log_ids;
+  log_ids.reserve(client_ids.size());
+  for (uint64_t client_id : client_ids) log_ids.push_back(fmt::format("req={}:{}", id_, client_id));
+  const uint64_t limit = ctx_->options.max_session_backlog_bytes;
+  ctx_->log->warn(
+      "session {} ({}): client is not reading its events ({} bytes pending, "
+      "--max-session-backlog-bytes {}); cancelling {}",
+      id_, peer_, pending_bytes, limit, fmt::join(log_ids, " "));
+  // The scheduler frees their sequences and KV at its next step; events
+  // still on their way (and their Done) find no request and are dropped.
+  forget_all_requests();
+  const Error error = unread_events_error(pending_bytes, limit);
+  for (uint64_t client_id : client_ids) {
+    send_event(protocol::encode_error(client_id, error));
+  }
 }
 
 size_t Session::queued() const {
   return write_queue_.size() + (shm_ ? shm_->pending() : 0);
 }
 
+size_t Session::backlog_bytes() const {
+  return write_queue_bytes_ + (shm_ ? shm_->pending_bytes() : 0);
+}
+
 void Session::update_backpressure() {
   if (phase_ != Phase::kOpen) return;
   const size_t limit = ctx_->options.session_queue_limit;
   const size_t depth = queued();
+  const uint64_t byte_limit = ctx_->options.max_session_backlog_bytes;
+  const size_t bytes = backlog_bytes();
   // In shared-memory mode only the request ring pauses: the socket keeps
   // being read because it is the liveness channel.
   bool& paused = shm_ ? shm_paused_ : read_paused_;
-  // Hysteresis: pause at the limit, resume at half of it.
-  const bool pause = paused ? depth > limit / 2 : depth >= limit;
+  // Hysteresis: pause at either limit, resume at half of both.
+  const bool pause =
+      paused ? depth > limit / 2 || bytes > byte_limit / 2 : depth >= limit || bytes >= byte_limit;
   if (pause == paused) return;
   paused = pause;
-  ctx_->log->debug("session {}: {} messages queued, reading {}", id_, depth,
+  ctx_->log->debug("session {}: {} messages ({} bytes) queued, reading {}", id_, depth, bytes,
                    pause ? "paused" : "resumed");
   if (shm_) {
     shm_->set_paused(pause);

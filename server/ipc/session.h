@@ -3,6 +3,11 @@
 // write in flight), its shared-memory channel, and the events the
 // dispatcher's sinks post back from the engine thread.
 //
+// Outgoing events are bounded by --max-session-backlog-bytes: a client that
+// stops reading has its in-flight requests cancelled and ended with an Error
+// queued behind what it still owes the client, and is disconnected if the
+// backlog would pass twice the limit even so (end_unread_requests()).
+//
 // Life: Hello -> HelloAck (with the segment fds when shared memory is
 // granted) -> requests and events, over the rings or the socket -> EOF or a
 // protocol violation -> every unfinished request is cancelled and the
@@ -80,11 +85,16 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_done(uint64_t request_id, serve::Completion done);
   void fail(const Error& error);
   void send_event(protocol::Frame frame);
+  // Over --max-session-backlog-bytes: cancels every in-flight request and
+  // queues an Error for each (no event already queued is dropped).
+  void end_unread_requests(size_t pending_bytes);
   void reject_request(uint64_t client_id, const Error& error);
   void update_backpressure();
   void forget_all_requests();
 
   size_t queued() const;
+  // Event bytes not yet taken by the kernel (socket) or the event ring.
+  size_t backlog_bytes() const;
 
   Socket socket_;
   const uint64_t id_;
@@ -104,6 +114,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Writing.
   std::deque<protocol::Frame> write_queue_;
+  size_t write_queue_bytes_ = 0;  // including the frame being written
   bool writing_ = false;
   bool close_when_flushed_ = false;
 

@@ -79,6 +79,7 @@ void Session::skip_body(uint32_t remaining) {
 
 void Session::write_socket(protocol::Frame frame) {
   if (phase_ == Phase::kClosed) return;
+  write_queue_bytes_ += frame.as_frame().size();
   write_queue_.push_back(std::move(frame));
   if (!writing_) write_next();
   update_backpressure();
@@ -105,12 +106,14 @@ void Session::write_next() {
           // been queued behind the handler that closed): only now is the
           // frame it was sending no longer in use.
           self->write_queue_.clear();
+          self->write_queue_bytes_ = 0;
           return;
         }
         if (ec) {
           self->close_now("write failed: " + ec.message());
           return;
         }
+        self->write_queue_bytes_ -= self->write_queue_.front().as_frame().size();
         self->write_queue_.pop_front();
         self->write_next();
       });
@@ -136,8 +139,10 @@ void Session::close_now(std::string_view why) {
   // A write in flight still reads the front frame; its handler frees it.
   if (writing_) {
     write_queue_.erase(std::next(write_queue_.begin()), write_queue_.end());
+    write_queue_bytes_ = write_queue_.front().as_frame().size();
   } else {
     write_queue_.clear();
+    write_queue_bytes_ = 0;
   }
   ctx_->log->info("session {} ended ({}; {} unfinished requests cancelled)", id_, why, unfinished);
   // Deferred: the server drops its reference in there, and we may be deep

@@ -45,6 +45,7 @@ void ShmChannel::close() {
   request_bell_.close(ignored);
   space_bell_.close(ignored);
   pending_.clear();
+  pending_bytes_ = 0;
 }
 
 void ShmChannel::start(RecordHandler on_record) {
@@ -101,6 +102,7 @@ Status ShmChannel::send(protocol::Frame frame) {
     return make_error(Errc::kTooLarge, "event of {} bytes exceeds the event ring's {} byte limit",
                       frame.payload().size(), events_.max_payload());
   }
+  pending_bytes_ += frame.payload().size();
   pending_.push_back(std::move(frame));
   if (!waiting_space_) flush_events();
   return ok();
@@ -115,10 +117,12 @@ void ShmChannel::flush_events() {
       // (liveness) tells the session; pending events are dropped with it.
       failed_ = true;
       pending_.clear();
+      pending_bytes_ = 0;
       if (on_record_) on_record_(std::move(written).error());
       return;
     }
     if (*written) {
+      pending_bytes_ -= pending_.front().payload().size();
       pending_.pop_front();
       wrote = true;
       continue;

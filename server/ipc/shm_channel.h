@@ -42,6 +42,8 @@ class ShmChannel {
   // client frees space. kTooLarge: it can never fit this ring.
   Status send(protocol::Frame frame);
   size_t pending() const { return pending_.size(); }
+  // Payload bytes of the events queued and not yet in the ring.
+  size_t pending_bytes() const { return pending_bytes_; }
   // Largest event payload the ring can ever take.
   size_t max_event_bytes() const { return events_.max_payload(); }
   // Runs after pending events were written (lets the session resume reading).
@@ -66,6 +68,7 @@ class ShmChannel {
   RecordHandler on_record_;
   std::function<void()> on_drained_;
   std::deque<protocol::Frame> pending_;
+  size_t pending_bytes_ = 0;
   std::vector<uint8_t> record_;
   bool paused_ = false;
   bool waiting_requests_ = false;

@@ -1,5 +1,6 @@
 #include "scripted_dispatcher.h"
 
+#include <algorithm>
 #include <string>
 
 namespace ringserve::testing {
@@ -53,12 +54,29 @@ size_t ScriptedDispatcher::active() const {
   return running_.size();
 }
 
+int64_t ScriptedDispatcher::kv_blocks_peak() const {
+  std::lock_guard lock(mutex_);
+  return kv_blocks_peak_;
+}
+
+int64_t ScriptedDispatcher::kv_blocks_used() const {
+  int64_t used = 0;
+  for (const auto& [id, r] : running_) {
+    const int64_t tokens = static_cast<int64_t>(r.request.prompt.size()) + r.emitted;
+    used += (tokens + kKvBlockTokens - 1) / kKvBlockTokens;
+  }
+  return used;
+}
+
 serve::StatsSnapshot ScriptedDispatcher::stats() const {
   std::lock_guard lock(mutex_);
   serve::StatsSnapshot s;
   s.requests_total = requests_total_;
   s.requests_active = static_cast<uint32_t>(running_.size());
   s.completion_tokens_total = completion_tokens_total_;
+  s.kv.blocks_total = kKvBlocksTotal;
+  s.kv.blocks_used = kv_blocks_used();
+  s.kv.block_tokens = kKvBlockTokens;
   s.engine = info_.backend;
   return s;
 }
@@ -105,6 +123,7 @@ void ScriptedDispatcher::run() {
         ++it;
       }
     }
+    kv_blocks_peak_ = std::max(kv_blocks_peak_, kv_blocks_used());
     wake_.wait_for(lock, tick_, [this] { return stopping_; });
   }
 }

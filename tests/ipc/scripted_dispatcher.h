@@ -2,7 +2,9 @@
 // one token per request per tick, so tests can watch streams, cancel them
 // mid-way and count what is still running. Token i of a request is
 // prompt[0] + i, its text "<token> ", which lets a test check that every
-// event reached the request that owns it.
+// event reached the request that owns it. KV is modelled too: a running
+// request holds one block per kKvBlockTokens of prompt + output, freed at
+// the tick that finishes or cancels it (the scheduler's step).
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,9 @@ namespace ringserve::testing {
 
 class ScriptedDispatcher final : public serve::Dispatcher {
  public:
+  static constexpr int kKvBlockTokens = 16;
+  static constexpr int64_t kKvBlocksTotal = int64_t{1} << 24;
+
   explicit ScriptedDispatcher(std::chrono::microseconds tick = std::chrono::microseconds(200));
   ~ScriptedDispatcher() override;
 
@@ -33,6 +38,8 @@ class ScriptedDispatcher final : public serve::Dispatcher {
 
   uint64_t cancels_seen() const { return cancels_.load(); }
   size_t active() const;
+  // The most KV blocks ever in use at once.
+  int64_t kv_blocks_peak() const;
 
  private:
   struct Running {
@@ -43,6 +50,7 @@ class ScriptedDispatcher final : public serve::Dispatcher {
   };
 
   void run();
+  int64_t kv_blocks_used() const;  // with mutex_ held
 
   engine::EngineInfo info_;
   std::chrono::microseconds tick_;
@@ -51,6 +59,7 @@ class ScriptedDispatcher final : public serve::Dispatcher {
   std::unordered_map<uint64_t, Running> running_;
   uint64_t requests_total_ = 0;
   uint64_t completion_tokens_total_ = 0;
+  int64_t kv_blocks_peak_ = 0;
   std::atomic<uint64_t> cancels_{0};
   bool stopping_ = false;
   std::thread worker_;

@@ -2,7 +2,9 @@
 // or not at all for a while, loses nothing and gets nothing corrupted or
 // reordered, and the server's event loop never blocks on it (other clients
 // are served meanwhile). The rings are made small so a few hundred events
-// fill them; the socket's kernel buffers fill after a few thousand.
+// fill them; the socket's kernel buffers fill after a few thousand. Past
+// --max-session-backlog-bytes a client that reads nothing has its requests
+// ended with an error (after every token it was owed), or is disconnected.
 #include <gmock/gmock.h>
 
 #include <map>
@@ -15,6 +17,8 @@ namespace ringserve::testing {
 namespace {
 
 using ::testing::Eq;
+using ::testing::Gt;
+using ::testing::HasSubstr;
 
 constexpr auto kTick = std::chrono::microseconds(100);
 
@@ -126,6 +130,130 @@ TYPED_TEST(BackpressureTest, AStalledClientThatDisconnectsWithABacklogIsCleanedU
   EXPECT_TRUE(wait_until([&] { return this->dispatcher_->active() == 0; }));
   EXPECT_THAT(this->dispatcher_->cancels_seen(), Eq(1u));
   this->serve_a_fast_client(2, 5000);
+}
+
+// Past the backlog limit, a client that reads nothing has its requests
+// cancelled (their KV freed while it still reads nothing), and once it reads
+// again it gets every token it was owed, in order, then one Error per
+// request. Others are served throughout; the session stays usable.
+TYPED_TEST(BackpressureTest, AStalledClientPastTheBacklogLimitHasItsRequestsEndedWithAnError) {
+  ipc::ServerOptions options = small_buffers(this->server_options());
+  options.max_session_backlog_bytes = 32 * 1024;
+  this->start_server(options, kTick);
+  auto stalled = RawPeer::connect(this->socket_path());
+  ASSERT_TRUE(stalled) << stalled.error().to_string();
+  auto ack = stalled->handshake(this->kShm);
+  ASSERT_TRUE(ack) << ack.error().to_string();
+  ASSERT_THAT(ack->shm_granted, Eq(this->kShm));
+
+  constexpr uint64_t kRequests = 3;
+  constexpr uint32_t kEndless = 100'000'000;
+  auto first_of = [](uint64_t id) { return static_cast<int32_t>(id * 1'000'000); };
+  for (uint64_t id = 1; id <= kRequests; ++id) {
+    ASSERT_TRUE(stalled->send(protocol::encode(raw_request(id, first_of(id), kEndless))));
+  }
+  ASSERT_TRUE(wait_until([&] { return this->dispatcher_->cancels_seen() >= kRequests; },
+                         std::chrono::seconds(60)));
+  ASSERT_TRUE(wait_until([&] { return this->dispatcher_->active() == 0; }));
+  EXPECT_THAT(this->dispatcher_->cancels_seen(), Eq(kRequests));
+  EXPECT_THAT(this->dispatcher_->kv_blocks_peak(), Gt(0));
+
+  this->serve_a_fast_client(3, 7000);
+  {
+    auto other = this->connect();
+    ASSERT_TRUE(other);
+    auto stats = other->stats();
+    ASSERT_TRUE(stats) << stats.error().to_string();
+    EXPECT_THAT(stats->requests_active, Eq(0u));
+    EXPECT_THAT(stats->kv_blocks_used, Eq(0u)) << "the stalled client's KV was not freed";
+    EXPECT_THAT(stats->kv_blocks_total, Gt(0u));
+  }
+
+  std::map<uint64_t, uint32_t> seen;
+  std::map<uint64_t, protocol::ErrorMessage> ended;
+  while (ended.size() < kRequests) {
+    auto message = stalled->receive_event();
+    ASSERT_TRUE(message) << message.error().to_string();
+    if (auto* tokens = std::get_if<protocol::TokenEvent>(&*message)) {
+      const uint64_t id = tokens->request_id;
+      ASSERT_TRUE(id >= 1 && id <= kRequests) << "event for unknown request " << id;
+      ASSERT_FALSE(ended.count(id)) << "request " << id << ": tokens after its Error";
+      for (int32_t token : tokens->token_ids) {
+        ASSERT_THAT(token, Eq(first_of(id) + static_cast<int32_t>(seen[id])))
+            << "request " << id << ": token lost, repeated or reordered";
+        ++seen[id];
+      }
+    } else if (auto* error = std::get_if<protocol::ErrorMessage>(&*message)) {
+      ASSERT_TRUE(ended.emplace(error->request_id, *error).second)
+          << "two Errors for request " << error->request_id;
+    } else {
+      FAIL() << "unexpected " << protocol::message_name(*message);
+    }
+  }
+  for (uint64_t id = 1; id <= kRequests; ++id) {
+    EXPECT_THAT(seen[id], Gt(0u)) << "request " << id;
+    EXPECT_THAT(ended[id].code, Eq(Errc::kResourceExhausted)) << "request " << id;
+    EXPECT_THAT(ended[id].message, HasSubstr("not reading its events")) << "request " << id;
+    EXPECT_THAT(ended[id].message, HasSubstr("bytes were pending")) << "request " << id;
+  }
+
+  // Reading again, the same session is served.
+  constexpr uint32_t kTokens = 50;
+  ASSERT_TRUE(stalled->send(protocol::encode(raw_request(10, 5000, kTokens))));
+  uint32_t tokens_seen = 0;
+  for (;;) {
+    auto message = stalled->receive_event();
+    ASSERT_TRUE(message) << message.error().to_string();
+    if (auto* tokens = std::get_if<protocol::TokenEvent>(&*message)) {
+      ASSERT_THAT(tokens->request_id, Eq(10u));
+      tokens_seen += static_cast<uint32_t>(tokens->token_ids.size());
+      continue;
+    }
+    auto* done = std::get_if<protocol::Done>(&*message);
+    ASSERT_TRUE(done) << "unexpected " << protocol::message_name(*message);
+    EXPECT_THAT(done->reason, Eq(protocol::FinishReason::kLength));
+    break;
+  }
+  EXPECT_THAT(tokens_seen, Eq(kTokens));
+}
+
+// With so many requests that even their Errors would take the backlog past
+// twice the limit, the stalled client is disconnected instead; its requests
+// are cancelled and others are served.
+TYPED_TEST(BackpressureTest, AStalledClientWhoseErrorsCannotBeQueuedIsDisconnected) {
+  ipc::ServerOptions options = small_buffers(this->server_options());
+  options.max_session_backlog_bytes = 2 * options.max_frame_bytes;  // the least allowed
+  options.max_inflight_per_session = 256;
+  // A slow tick, so most requests are read before the backlog builds up
+  // (past the limit the server stops reading this client's requests).
+  this->start_server(options, std::chrono::milliseconds(5));
+  auto stalled = RawPeer::connect(this->socket_path());
+  ASSERT_TRUE(stalled) << stalled.error().to_string();
+  ASSERT_TRUE(stalled->handshake(this->kShm));
+
+  // Each Error is over 100 bytes: 64 of them are more than the limit.
+  constexpr uint64_t kRequests = 256;
+  for (uint64_t id = 1; id <= kRequests; ++id) {
+    ASSERT_TRUE(stalled->send(protocol::encode(raw_request(id, 1, 100'000'000))));
+  }
+  EXPECT_TRUE(stalled->wait_for_eof(std::chrono::seconds(60)));
+  EXPECT_TRUE(wait_until([&] { return this->dispatcher_->active() == 0; }));
+  const uint64_t submitted = this->dispatcher_->stats().requests_total;
+  EXPECT_THAT(submitted, Gt(64u));
+  EXPECT_THAT(this->dispatcher_->cancels_seen(), Eq(submitted));
+  this->serve_a_fast_client(2, 5000);
+}
+
+TEST(ServerOptionsTest, TheBacklogLimitMustHoldTwoFramesOfTheLargestSize) {
+  ipc::ServerOptions options;
+  options.max_frame_bytes = 1u << 20;
+  options.max_session_backlog_bytes = 2u << 20;
+  EXPECT_TRUE(ipc::validate(options));
+  options.max_session_backlog_bytes = (2u << 20) - 1;
+  auto status = ipc::validate(options);
+  ASSERT_FALSE(status);
+  EXPECT_THAT(status.error().code, Eq(Errc::kInvalidArgument));
+  EXPECT_THAT(status.error().message, HasSubstr("--max-session-backlog-bytes"));
 }
 
 }  // namespace
