@@ -35,6 +35,9 @@ Status attention_decode(const DecodeAttentionArgs& a, cudaStream_t stream) {
   if (!a.q || !a.k_cache || !a.v_cache || !a.block_tables || !a.context_lens || !a.partial_o ||
       !a.partial_ml || !a.out)
     return make_error(Errc::kInvalidArgument, "attention_decode: null pointer");
+  if (a.split_counters && a.target_splits <= 0)
+    return make_error(Errc::kInvalidArgument, "attention_decode: target_splits {} <= 0",
+                      a.target_splits);
   CUDA_CHECK(detail::attention_decode_launch(a, stream));
   return ok();
 }

@@ -6,23 +6,102 @@ namespace {
 
 constexpr int kDecodeThreads = 128;
 
+// The fused path's last block of a (sequence, kv head): merges the nsplits
+// partial results of its G query heads, as attention_combine_kernel does
+// for one head (rescale each split's sums to the global max, add,
+// normalise), with 4 dimensions per thread. The partials were written by
+// other blocks: read through L2 (ld.cg), after the caller's fence.
+__device__ void merge_splits(const DecodeAttentionArgs& a, int b, int kvh, int nsplits) {
+  const int H = a.num_heads, D = a.head_dim, G = H / a.num_kv_heads;
+  __shared__ float merge_m[kAttentionMaxGroup], merge_inv_l[kAttentionMaxGroup];
+  const int warp = threadIdx.x / detail::kWarp, lane = threadIdx.x % detail::kWarp;
+  const float2* ml = reinterpret_cast<const float2*>(a.partial_ml);
+  for (int g = warp; g < G; g += kDecodeThreads / detail::kWarp) {
+    const size_t base = (static_cast<size_t>(b) * H + kvh * G + g) * a.max_splits;
+    float m = -INFINITY;
+    for (int s = lane; s < nsplits; s += detail::kWarp) m = fmaxf(m, __ldcg(ml + base + s).x);
+    m = detail::warp_max(m);
+    float l = 0.0f;
+    for (int s = lane; s < nsplits; s += detail::kWarp) {
+      const float2 v = __ldcg(ml + base + s);
+      l += expf(v.x - m) * v.y;
+    }
+    l = detail::warp_sum(l);
+    if (lane == 0) {
+      merge_m[g] = m;
+      merge_inv_l[g] = l > 0.0f ? 1.0f / l : 0.0f;
+    }
+  }
+  __syncthreads();
+  const int D4 = D / 4;
+  for (int c = threadIdx.x; c < G * D4; c += kDecodeThreads) {
+    const int g = c / D4, d4 = c % D4;
+    const int qh = kvh * G + g;
+    const size_t base = (static_cast<size_t>(b) * H + qh) * a.max_splits;
+    const float m = merge_m[g];
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+    for (int s = 0; s < nsplits; ++s) {
+      const float w = expf(__ldcg(ml + base + s).x - m);
+      const float4 o = __ldcg(reinterpret_cast<const float4*>(a.partial_o + (base + s) * D) + d4);
+      acc.x += w * o.x;
+      acc.y += w * o.y;
+      acc.z += w * o.z;
+      acc.w += w * o.w;
+    }
+    const float inv_l = merge_inv_l[g];
+    uint2 packed;
+    packed.x = detail::pack_bf16x2(acc.x * inv_l, acc.y * inv_l);
+    packed.y = detail::pack_bf16x2(acc.z * inv_l, acc.w * inv_l);
+    *reinterpret_cast<uint2*>(a.out + (static_cast<size_t>(b) * H + qh) * D + 4 * d4) = packed;
+  }
+}
+
 // One block per (split, kv head, sequence): the block's G query heads share
-// every key and value it loads.
+// every key and value it loads. kFused: the split length follows the context
+// (decode_split_tokens) and the last block of a (sequence, kv head) merges
+// the splits (merge_splits); otherwise the splits are split_tokens long and
+// attention_combine_kernel merges them.
+template <bool kFused>
 __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(DecodeAttentionArgs a) {
   detail::pdl_launch_dependents();
   detail::pdl_wait();  // under programmatic launch: rope_kv's q and KV writes
   const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   const int n = a.context_lens[b];
-  const int s0 = split * a.split_tokens;
+  int split_len = a.split_tokens, nsplits = 0;
+  if (kFused) {
+    split_len = decode_split_tokens(n, a.split_tokens, a.target_splits);
+    nsplits = (n + split_len - 1) / split_len;
+    if (nsplits > a.max_splits) {
+      // A context past what max_splits was sized for (the host prevents
+      // this): the longest splits; keys beyond max_splits of them are left
+      // out rather than written out of bounds, and every split still counts.
+      split_len = kAttentionMaxSplitTokens;
+      nsplits = min(a.max_splits, (n + split_len - 1) / split_len);
+    }
+    if (n <= 0) {
+      // Nothing to attend: zeros, as the combine kernel leaves them.
+      if (split == 0)
+        for (int i = threadIdx.x; i < a.num_heads / a.num_kv_heads * a.head_dim;
+             i += kDecodeThreads)
+          a.out[static_cast<size_t>(b) * a.num_heads * a.head_dim +
+                kvh * (a.num_heads / a.num_kv_heads) * a.head_dim + i] = __float2bfloat16(0.0f);
+      return;
+    }
+    if (split >= nsplits) return;
+  }
+  const int s0 = split * split_len;
   if (s0 >= n) return;
-  const int len = min(a.split_tokens, n - s0);
+  const int len = min(split_len, n - s0);
   const int H = a.num_heads, D = a.head_dim, G = H / a.num_kv_heads;
   const int KVH = a.num_kv_heads, BT = a.block_tokens;
   const float softmax_scale = rsqrtf(static_cast<float>(D));
+  // Row stride of the scores in shared memory (the launch sizes it).
+  const int p_stride = kFused ? kAttentionMaxSplitTokens : a.split_tokens;
 
   extern __shared__ float smem[];
   float* q = smem;                           // [G][D]
-  float* p = smem + kAttentionMaxGroup * D;  // [G][split_tokens]
+  float* p = smem + kAttentionMaxGroup * D;  // [G][p_stride]
   __shared__ float ml[kAttentionMaxGroup][2];
   // Element offset of each of this split's keys in the pool: one block-table
   // lookup per key, done once here, so the value loop below has a single
@@ -86,7 +165,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
     if (valid && slice == 0) {
 #pragma unroll
       for (int g = 0; g < kAttentionMaxGroup; ++g)
-        if (g < G) p[g * a.split_tokens + i] = acc[g] * softmax_scale;
+        if (g < G) p[g * p_stride + i] = acc[g] * softmax_scale;
     }
   }
   __syncthreads();
@@ -94,7 +173,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
   // Softmax statistics per head, one warp per head.
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int g = warp; g < G; g += kDecodeThreads / 32) {
-    float* pg = p + g * a.split_tokens;
+    float* pg = p + g * p_stride;
     float m = -INFINITY;
     for (int i = lane; i < len; i += 32) m = fmaxf(m, pg[i]);
     m = detail::warp_max(m);
@@ -113,6 +192,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
   __syncthreads();
 
   // Values: one head-dim column per thread, coalesced across the block.
+  const int nsplits_out = kFused ? nsplits : a.max_splits;  // > 1: partials
   for (int d = threadIdx.x; d < D; d += kDecodeThreads) {
     float acc[kAttentionMaxGroup];
 #pragma unroll
@@ -123,12 +203,17 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
       const float v = __bfloat162float(a.v_cache[base_of[i] + d]);
 #pragma unroll
       for (int g = 0; g < kAttentionMaxGroup; ++g)
-        if (g < G) acc[g] += p[g * a.split_tokens + i] * v;
+        if (g < G) acc[g] += p[g * p_stride + i] * v;
     }
 #pragma unroll
     for (int g = 0; g < kAttentionMaxGroup; ++g) {
       if (g < G) {
         const int qh = kvh * G + g;
+        if (kFused && nsplits_out == 1) {
+          // The whole context in this block: normalise and write the output.
+          a.out[(static_cast<size_t>(b) * H + qh) * D + d] = __float2bfloat16(acc[g] / ml[g][1]);
+          continue;
+        }
         const size_t o = (static_cast<size_t>(b) * H + qh) * a.max_splits + split;
         a.partial_o[o * D + d] = acc[g];
         if (d == 0) {
@@ -138,6 +223,24 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
       }
     }
   }
+  if (!kFused || nsplits_out == 1) return;
+
+  // Publish this split, count it; the block that completes the count merges.
+  // The counter goes back to zero there: every split of this launch has
+  // counted by then, and the next launch (the next layer, or a graph replay)
+  // starts after this one ends.
+  __shared__ bool is_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* counter = a.split_counters + static_cast<size_t>(b) * KVH + kvh;
+    is_last = atomicAdd(counter, 1) == nsplits - 1;
+    if (is_last) atomicExch(counter, 0);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  merge_splits(a, b, kvh, nsplits);
 }
 
 // Merges the splits of one (sequence, head): rescale each split's sums to the
@@ -247,10 +350,16 @@ __global__ void prefill_pointers_kernel(PointerJob j, void** ptrs) {
 namespace detail {
 
 cudaError_t attention_decode_launch(const DecodeAttentionArgs& a, cudaStream_t stream) {
-  const size_t smem = sizeof(float) * kAttentionMaxGroup * (a.head_dim + a.split_tokens);
   const dim3 grid(a.max_splits, a.num_kv_heads, a.batch);
-  const cudaError_t err =
-      launch_maybe_pdl(attention_decode_kernel, grid, dim3(kDecodeThreads), smem, stream, a.pdl, a);
+  if (a.split_counters) {
+    const size_t smem =
+        sizeof(float) * kAttentionMaxGroup * (a.head_dim + kAttentionMaxSplitTokens);
+    return launch_maybe_pdl(attention_decode_kernel<true>, grid, dim3(kDecodeThreads), smem, stream,
+                            a.pdl, a);
+  }
+  const size_t smem = sizeof(float) * kAttentionMaxGroup * (a.head_dim + a.split_tokens);
+  const cudaError_t err = launch_maybe_pdl(attention_decode_kernel<false>, grid,
+                                           dim3(kDecodeThreads), smem, stream, a.pdl, a);
   if (err != cudaSuccess) return err;
   return launch_maybe_pdl(attention_combine_kernel, dim3(a.num_heads, a.batch), dim3(128), 0,
                           stream, a.pdl, a);

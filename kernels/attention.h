@@ -41,7 +41,38 @@ struct DecodeAttentionArgs {
   float* partial_ml = nullptr;   // [batch, H, max_splits, 2]
   __nv_bfloat16* out = nullptr;  // [batch, H*D]
   bool pdl = false;              // programmatic dependent launch (sm_90; see common.cuh)
+  // Fused path, taken when split_counters is set: each sequence's split
+  // length follows its context, decode_split_tokens(n, split_tokens,
+  // target_splits) (split_tokens is then the minimum), and the last block to
+  // finish a (sequence, kv head) merges its splits, so no combine kernel
+  // runs. split_counters: [batch * num_kv_heads] ints, zero before the first
+  // launch; every merge resets its counter, so graph replays stay valid.
+  // max_splits must be at least decode_max_splits(max context, ...).
+  // Without split_counters: fixed split_tokens and a separate combine kernel.
+  int* split_counters = nullptr;
+  int target_splits = 32;
 };
+
+// Keys per split of the fused path for a sequence of n keys: about
+// n / target_splits, rounded up to a multiple of 16, at least min_split and at
+// most kAttentionMaxSplitTokens.
+__host__ __device__ inline int decode_split_tokens(int n, int min_split, int target_splits) {
+  int len = (n + target_splits - 1) / target_splits;
+  len = (len + 15) / 16 * 16;
+  len = len < min_split ? min_split : len;
+  return len > kAttentionMaxSplitTokens ? kAttentionMaxSplitTokens : len;
+}
+
+// Splits the fused path needs for any context up to max_context: at most
+// target_splits while the split length is not capped, ceil(n / max split)
+// beyond, and never more than ceil(n / min_split).
+__host__ __device__ inline int decode_max_splits(int max_context, int min_split,
+                                                 int target_splits) {
+  const int capped = (max_context + kAttentionMaxSplitTokens - 1) / kAttentionMaxSplitTokens;
+  const int uncapped = (max_context + min_split - 1) / min_split;
+  const int bound = target_splits > capped ? target_splits : capped;
+  return bound < uncapped ? bound : uncapped;
+}
 
 #ifndef __CUDACC__
 Status attention_decode(const DecodeAttentionArgs& args, cudaStream_t stream);

@@ -83,9 +83,8 @@ __global__ void __launch_bounds__(kVecMaxThreads)
     const uint32_t h01 = detail::pack_bf16x2(v0, v1), h23 = detail::pack_bf16x2(v2, v3);
     yr[i] = make_uint2(h01, h23);
     if (lr) {
-      lr[i] = make_uint2(
-          detail::pack_bf16x2(v0 - detail::bf16_lo(h01), v1 - detail::bf16_hi(h01)),
-          detail::pack_bf16x2(v2 - detail::bf16_lo(h23), v3 - detail::bf16_hi(h23)));
+      lr[i] = make_uint2(detail::pack_bf16x2(v0 - detail::bf16_lo(h01), v1 - detail::bf16_hi(h01)),
+                         detail::pack_bf16x2(v2 - detail::bf16_lo(h23), v3 - detail::bf16_hi(h23)));
     }
   }
 }

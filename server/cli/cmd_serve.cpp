@@ -128,6 +128,8 @@ Status serve(ServeArgs& args) {
   log::configure(args.log);
   auto log = log::get("main");
   const auto load_start = std::chrono::steady_clock::now();
+  // A bad socket option is reported now, not after a minute of loading.
+  RS_TRY_STATUS(ipc::validate(args.ipc));
 
   // Up before the model loads. Once set_backend() has run, stop it before
   // the scheduler is destroyed: sessions call the scheduler until then.

@@ -138,6 +138,9 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
                       c.num_heads, c.num_kv_heads, c.head_dim);
   if (tuning.split_tokens <= 0 || tuning.split_tokens > kernels::kAttentionMaxSplitTokens)
     return make_error(Errc::kInvalidArgument, "split_tokens {} out of range", tuning.split_tokens);
+  if (tuning.attention_splits < 0 || tuning.attention_splits > 4096)
+    return make_error(Errc::kInvalidArgument, "attention_splits {} out of range",
+                      tuning.attention_splits);
 
   auto e = std::unique_ptr<CudaEngine>(new CudaEngine());
   e->options_ = options;
@@ -159,7 +162,11 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   L.block_tokens = options.block_tokens;
   L.max_blocks_per_seq = (max_context + 1 + L.block_tokens - 1) / L.block_tokens;
   L.split_tokens = tuning.split_tokens;
-  L.max_splits = (max_context + L.split_tokens - 1) / L.split_tokens;
+  L.target_splits = tuning.attention_splits;
+  // The fused path sizes its splits by context; +1 as for the block tables.
+  L.max_splits = L.target_splits > 0
+                     ? kernels::decode_max_splits(max_context + 1, L.split_tokens, L.target_splits)
+                     : (max_context + L.split_tokens - 1) / L.split_tokens;
   const size_t per_head = 6 * static_cast<size_t>(max_context) * max_context;  // f32 + bf16
   L.heads_per_pass = static_cast<int>(std::clamp<size_t>(
       kScoreBudget / std::max<size_t>(per_head, 1), 1, static_cast<size_t>(c.num_heads)));

@@ -24,7 +24,12 @@ struct CudaTuning {
   // picks resident when it fits with room to spare.
   PrefillWeights prefill_weights = PrefillWeights::kAuto;
   bool use_graphs = true;
-  int split_tokens = 16;  // decode attention keys per split
+  int split_tokens = 16;  // decode attention keys per split (the minimum when fused)
+  // Fused decode attention (kernels::DecodeAttentionArgs::split_counters):
+  // about this many splits per (sequence, kv head), the split length
+  // following the context, merged by the last split's block. 0: the previous
+  // path (fixed split_tokens, then a combine kernel), kept for comparison.
+  int attention_splits = 32;
   // Programmatic dependent launch for the decode GEMVs (compute capability
   // 9.0+; ignored below): each GEMV starts streaming its weights while the
   // kernel before it (RMSNorm, attention combine, gate/up) finishes, hiding

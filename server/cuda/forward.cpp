@@ -84,6 +84,7 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     r.num_kv_heads = c.num_kv_heads;
     r.head_dim = c.head_dim;
     r.rope_theta = static_cast<float>(c.rope_theta);
+    r.inv_freq = ws_.rope_inv_freq;
     r.positions = meta.positions;
     r.slots = meta.slots;
     r.block_tokens = L.block_tokens;
@@ -108,6 +109,10 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     a.max_splits = L.max_splits;
     a.partial_o = ws_.partial_o;
     a.partial_ml = ws_.partial_ml;
+    if (L.target_splits > 0) {
+      a.split_counters = ws_.split_counters;
+      a.target_splits = L.target_splits;
+    }
     a.out = ws_.attn;
     a.pdl = pdl_;
     RS_TRY_STATUS(kernels::attention_decode(a, stream));
@@ -177,6 +182,7 @@ Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq
     r.num_kv_heads = c.num_kv_heads;
     r.head_dim = c.head_dim;
     r.rope_theta = static_cast<float>(c.rope_theta);
+    r.inv_freq = ws_.rope_inv_freq;
     r.positions = meta.positions;
     r.slots = meta.slots;
     r.block_tokens = L.block_tokens;

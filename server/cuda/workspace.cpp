@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "attention.h"
+#include "cuda_check.h"
+#include "rope_kv.h"
 
 namespace ringserve::cuda {
 
@@ -31,6 +33,8 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
   const size_t o_scratch = a.reserve(4 * B * V);
   const size_t o_po = a.reserve(4 * B * c.num_heads * L.max_splits * c.head_dim);
   const size_t o_pml = a.reserve(4 * B * c.num_heads * L.max_splits * 2);
+  const size_t o_counters = a.reserve(4 * B * c.num_kv_heads);
+  const size_t o_freq = a.reserve(4 * (c.head_dim / 2));
   const size_t o_scores = a.reserve(4 * hpp * max_len * max_len);
   const size_t o_probs = a.reserve(2 * hpp * max_len * max_len);
   const size_t o_ptrs = a.reserve(sizeof(void*) * kernels::prefill_pointer_count(c.num_heads, B));
@@ -52,11 +56,19 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
   w.sample_scratch = reinterpret_cast<float*>(base + o_scratch);
   w.partial_o = reinterpret_cast<float*>(base + o_po);
   w.partial_ml = reinterpret_cast<float*>(base + o_pml);
+  w.split_counters = reinterpret_cast<int*>(base + o_counters);
+  w.rope_inv_freq = reinterpret_cast<float*>(base + o_freq);
   w.scores = reinterpret_cast<float*>(base + o_scores);
   w.probs = reinterpret_cast<__nv_bfloat16*>(base + o_probs);
   w.pointers = reinterpret_cast<void**>(base + o_ptrs);
   w.dequant = o_deq == SIZE_MAX ? nullptr : reinterpret_cast<__nv_bfloat16*>(base + o_deq);
   w.cublas_workspace = base + o_cublas;
+  // Once, at start-up: the split counters start at zero (each merge resets
+  // its own), and the RoPE frequencies are the CPU engine's bf16 values.
+  CUDA_CHECK(cudaMemset(w.split_counters, 0, 4 * B * c.num_kv_heads));
+  const std::vector<float> inv_freq = kernels::rope_inv_freq(c.head_dim, c.rope_theta);
+  CUDA_CHECK(
+      cudaMemcpy(w.rope_inv_freq, inv_freq.data(), 4 * inv_freq.size(), cudaMemcpyHostToDevice));
 
   // Metadata: same offsets in the pinned and the device copy.
   Arena m(16);

@@ -22,6 +22,7 @@ struct Limits {
   int max_blocks_per_seq = 0;
   int split_tokens = 0;  // decode attention split length
   int max_splits = 0;
+  int target_splits = 0;   // fused decode attention (0: split + combine kernels)
   int heads_per_pass = 0;  // prefill attention heads per score buffer
 };
 
@@ -64,7 +65,9 @@ struct Workspace {
   float* sample_scratch = nullptr;  // [max_batch][vocab]
   float* partial_o = nullptr;       // decode attention splits
   float* partial_ml = nullptr;
-  float* scores = nullptr;  // prefill attention
+  int* split_counters = nullptr;   // [max_batch][kv_heads], zeroed once; fused attention
+  float* rope_inv_freq = nullptr;  // [head_dim / 2], kernels::rope_inv_freq()
+  float* scores = nullptr;         // prefill attention
   __nv_bfloat16* probs = nullptr;
   void** pointers = nullptr;         // prefill attention GEMM pointer tables
   __nv_bfloat16* dequant = nullptr;  // one linear in bf16 when not resident

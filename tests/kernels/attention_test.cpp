@@ -21,7 +21,11 @@ struct Shape {
   int H, KVH, D;
 };
 
-void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens) {
+// target_splits > 0: the fused path (context-sized splits merged by the last
+// block, kernels::DecodeAttentionArgs::split_counters), launched twice on
+// the same counters to check that each launch leaves them at zero.
+void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens,
+                  int target_splits = 0) {
   std::mt19937_64 rng(test_seed() ^ (s.D * 1000 + split_tokens));
   const int B = static_cast<int>(ctx.size()), BT = 16;
   const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
@@ -36,7 +40,9 @@ void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens)
   const size_t cache_n = static_cast<size_t>(nblocks) * s.KVH * BT * s.D;
   auto kc = ref::random_bf16(cache_n, rng), vc = ref::random_bf16(cache_n, rng);
   auto q = ref::random_bf16(static_cast<size_t>(B) * s.H * s.D, rng);
-  const int max_splits = (max_ctx + split_tokens - 1) / split_tokens + 1;
+  const int max_splits = target_splits > 0
+                             ? kernels::decode_max_splits(max_ctx, split_tokens, target_splits)
+                             : (max_ctx + split_tokens - 1) / split_tokens + 1;
 
   DeviceBuffer<uint16_t> dq(q), dk(kc), dv(vc), out(static_cast<size_t>(B) * s.H * s.D);
   DeviceBuffer<int32_t> dt(tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end()));
@@ -62,9 +68,22 @@ void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens)
   a.partial_o = po.get();
   a.partial_ml = pml.get();
   a.out = bf(out);
+  DeviceBuffer<int32_t> counters(std::vector<int32_t>(static_cast<size_t>(B) * s.KVH, 0));
+  if (target_splits > 0) {
+    a.split_counters = counters.get();
+    a.target_splits = target_splits;
+  }
   auto st = kernels::attention_decode(a, nullptr);
   ASSERT_TRUE(st) << st.error().to_string();
   auto o = out.download();
+  if (target_splits > 0) {
+    EXPECT_EQ(counters.download(), std::vector<int32_t>(static_cast<size_t>(B) * s.KVH, 0));
+    out.poison();
+    st = kernels::attention_decode(a, nullptr);
+    ASSERT_TRUE(st) << st.error().to_string();
+    EXPECT_EQ(out.download(), o) << "second launch on the same counters";
+    EXPECT_EQ(counters.download(), std::vector<int32_t>(static_cast<size_t>(B) * s.KVH, 0));
+  }
 
   std::vector<double> got, want;
   const int G = s.H / s.KVH;
@@ -101,6 +120,44 @@ TEST(AttentionDecode, Qwen7bShapesVariousContexts) {
 
 TEST(AttentionDecode, TinyShapes) {
   check_decode({4, 2, 16}, {1, 2, 31, 200}, 32);
+}
+
+// The fused path (the engine's default: minimum split 16, ~32 splits).
+TEST(AttentionDecode, FusedQwen7bShapesSplitBoundaries) {
+  // One split (1, 15, 16), two (17), 32 of 16 keys (511, 512), 24 of 32
+  // (768), 32 of 128 (4096), batch 1 and mixed batches.
+  for (int n : {1, 15, 16, 17, 511, 512, 768, 4096}) check_decode({28, 4, 128}, {n}, 16, 32);
+  check_decode({28, 4, 128}, {1, 15, 16, 17, 511, 768}, 16, 32);
+  check_decode({28, 4, 128}, {513, 16, 4096}, 16, 32);
+}
+
+TEST(AttentionDecode, FusedLongContextCappedSplits) {
+  // 9000 keys want 288 per split: capped at kAttentionMaxSplitTokens, 36 splits.
+  check_decode({28, 4, 128}, {9000, 300}, 16, 32);
+}
+
+TEST(AttentionDecode, FusedOtherShapesAndTargets) {
+  check_decode({4, 2, 16}, {1, 2, 31, 200}, 16, 32);
+  check_decode({4, 2, 16}, {1, 2, 31, 200, 1000}, 32, 4);
+  check_decode({8, 1, 256}, {1, 40, 333}, 16, 8);  // group 8, widest head_dim
+  check_decode({28, 4, 128}, {700, 77}, 64, 1);    // one split per sequence
+}
+
+TEST(AttentionDecode, MaxSplitsBoundsEveryContext) {
+  for (int min_split : {1, 16, 64, 256})
+    for (int target : {1, 4, 32, 100}) {
+      int worst = 0;
+      for (int n = 1; n <= 40000; ++n) {
+        const int len = kernels::decode_split_tokens(n, min_split, target);
+        ASSERT_GE(len, min_split);
+        ASSERT_LE(len, kernels::kAttentionMaxSplitTokens);
+        worst = std::max(worst, (n + len - 1) / len);
+        if (n % 997 == 0 || n == 40000) {
+          ASSERT_LE(worst, kernels::decode_max_splits(n, min_split, target))
+              << n << " " << min_split << " " << target;
+        }
+      }
+    }
 }
 
 TEST(AttentionDecode, RejectsUnsupportedShapes) {

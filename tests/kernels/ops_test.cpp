@@ -36,9 +36,9 @@ TEST(RmsNorm, MatchesReferenceWithAndWithoutRowIndex) {
   // Widths cover the vector kernel at 1, 2, 4 and 8 float4 per thread (3584
   // is the 7B's hidden size), a partial last warp (100), and the scalar
   // fallback for cols % 4 != 0 (102) and for rows too wide to hold (18944).
-  for (auto [rows, cols] : {std::pair{5, 3584}, std::pair{3, 64}, std::pair{2, 100},
-                            std::pair{2, 102}, std::pair{3, 4100}, std::pair{2, 8192},
-                            std::pair{2, 16384}, std::pair{2, 18944}}) {
+  for (auto [rows, cols] :
+       {std::pair{5, 3584}, std::pair{3, 64}, std::pair{2, 100}, std::pair{2, 102},
+        std::pair{3, 4100}, std::pair{2, 8192}, std::pair{2, 16384}, std::pair{2, 18944}}) {
     auto x = ref::random_f32(static_cast<size_t>(rows) * cols, rng, -30.0f, 30.0f);
     auto w = ref::random_f32(cols, rng, 0.5f, 1.5f);
     DeviceBuffer<float> dx(x), dw(w);

@@ -158,6 +158,16 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs+PDL)", rng);
   }
   {
+    // The previous decode attention (fixed 16-key splits and a combine
+    // kernel; CudaTuning::attention_splits = 0), for comparison.
+    cuda::CudaTuning t;
+    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
+    t.attention_splits = 0;
+    auto e = make(*w, t);
+    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs, split+combine attention)", rng);
+    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, split+combine attention)", rng);
+  }
+  {
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
     t.use_graphs = false;

@@ -13,6 +13,7 @@
 #include "gemv_w8a16.h"
 #include "norm.h"
 #include "quantize.h"
+#include "rope_kv.h"
 #include "sampling.h"
 
 namespace ringserve::bench {
@@ -124,8 +125,12 @@ void gemv_bench(const Ceilings& c, bool quick) {
 void attention_bench(const Ceilings& c) {
   const int H = 28, KVH = 4, D = 128, BT = 16, ctx = 768;
   std::printf("\n== decode attention (paged, bf16 KV, context %d)\n", ctx);
-  for (int split : {16, 64})
+  // split 16 and 64: fixed splits and a combine kernel; split 0: the fused
+  // path the engine uses (context-sized splits, minimum 16, ~32 per head,
+  // merged by the last block).
+  for (int split : {16, 64, 0})
     for (int B : {1, 4}) {
+      const bool fused = split == 0;
       const int max_blocks = ctx / BT + 1, nblocks = B * max_blocks;
       const size_t cache = static_cast<size_t>(nblocks) * KVH * BT * D;
       void* k = dmalloc(2 * cache);
@@ -140,10 +145,12 @@ void attention_bench(const Ceilings& c) {
       void* dl = dmalloc(4 * B);
       check(cudaMemcpy(dt, tables.data(), 4 * tables.size(), cudaMemcpyHostToDevice), "t");
       check(cudaMemcpy(dl, lens.data(), 4 * B, cudaMemcpyHostToDevice), "l");
-      const int max_splits = 4096 / split;
+      const int max_splits = fused ? kernels::decode_max_splits(4096, 16, 32) : 4096 / split;
       void* po = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * D);
       void* pml = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * 2);
       void* out = dmalloc(2 * B * H * D);
+      void* counters = dmalloc(4 * B * KVH);
+      check(cudaMemset(counters, 0, 4 * B * KVH), "counters");
       kernels::DecodeAttentionArgs a;
       a.q = static_cast<__nv_bfloat16*>(q);
       a.k_cache = static_cast<__nv_bfloat16*>(k);
@@ -156,8 +163,12 @@ void attention_bench(const Ceilings& c) {
       a.num_kv_heads = KVH;
       a.head_dim = D;
       a.block_tokens = BT;
-      a.split_tokens = split;
+      a.split_tokens = fused ? 16 : split;
       a.max_splits = max_splits;
+      if (fused) {
+        a.split_counters = static_cast<int*>(counters);
+        a.target_splits = 32;
+      }
       a.partial_o = static_cast<float*>(po);
       a.partial_ml = static_cast<float*>(pml);
       a.out = static_cast<__nv_bfloat16*>(out);
@@ -168,10 +179,11 @@ void attention_bench(const Ceilings& c) {
           50);
       const double bytes = 2.0 * B * ctx * KVH * D * 2;
       std::printf(
-          "  split %2d batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of "
+          "  %-8s batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of "
           "read)\n",
-          split, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
-      for (void* p : {k, v, q, dt, dl, po, pml, out}) cudaFree(p);
+          fused ? "fused" : (split == 16 ? "split 16" : "split 64"), B, ms * 1e3, ms * 28,
+          bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
+      for (void* p : {k, v, q, dt, dl, po, pml, out, counters}) cudaFree(p);
     }
 }
 
@@ -211,16 +223,60 @@ void misc_bench(const Ceilings& c) {
   void* y = dmalloc(2 * 4 * H);
   fill_random(x, 4 * 4 * H, 1);
   fill_random(w, 4 * H, 2);
-  const double ms = median_ms(
-      [&] {
-        if (!kernels::rmsnorm_f32_to_bf16(static_cast<float*>(x), static_cast<float*>(w),
-                                          static_cast<__nv_bfloat16*>(y), 4, H, 1e-6f, nullptr,
-                                          nullptr))
-          std::exit(1);
-      },
-      50);
-  std::printf("  rmsnorm 4x%d: %.1f us (launch-bound; 57 per step)\n", H, ms * 1e3);
+  for (int rows : {1, 4}) {
+    const double ms = median_ms(
+        [&] {
+          if (!kernels::rmsnorm_f32_to_bf16(static_cast<float*>(x), static_cast<float*>(w),
+                                            static_cast<__nv_bfloat16*>(y), rows, H, 1e-6f, nullptr,
+                                            nullptr))
+            std::exit(1);
+        },
+        50);
+    std::printf("  rmsnorm %dx%d: %.1f us (launch-bound; 57 per step)\n", rows, H, ms * 1e3);
+  }
   for (void* p : {x, w, y}) cudaFree(p);
+
+  // RoPE + KV write at the 7B's heads, one token (decode at batch 1), with the
+  // engine's precomputed frequency table and without it.
+  {
+    const int NH = 28, KVH = 4, D = 128, BT = 16, width = (NH + 2 * KVH) * D;
+    void* qkv = dmalloc(4 * width);
+    fill_random(qkv, 4 * width, 3);
+    const std::vector<int32_t> pos = {100000}, slot = {5};
+    void* dpos = dmalloc(4);
+    void* dslot = dmalloc(4);
+    check(cudaMemcpy(dpos, pos.data(), 4, cudaMemcpyHostToDevice), "pos");
+    check(cudaMemcpy(dslot, slot.data(), 4, cudaMemcpyHostToDevice), "slot");
+    const auto freq = kernels::rope_inv_freq(D, 1000000.0);
+    void* dfreq = dmalloc(4 * freq.size());
+    check(cudaMemcpy(dfreq, freq.data(), 4 * freq.size(), cudaMemcpyHostToDevice), "freq");
+    void* qo = dmalloc(2 * NH * D);
+    void* kc = dmalloc(2 * 2 * KVH * BT * D);
+    void* vc = dmalloc(2 * 2 * KVH * BT * D);
+    for (bool table : {true, false}) {
+      kernels::RopeKvArgs r;
+      r.ntok = 1;
+      r.num_heads = NH;
+      r.num_kv_heads = KVH;
+      r.head_dim = D;
+      r.rope_theta = 1000000.0f;
+      r.inv_freq = table ? static_cast<float*>(dfreq) : nullptr;
+      r.positions = static_cast<int32_t*>(dpos);
+      r.slots = static_cast<int32_t*>(dslot);
+      r.block_tokens = BT;
+      r.q_out = static_cast<__nv_bfloat16*>(qo);
+      r.k_cache = static_cast<__nv_bfloat16*>(kc);
+      r.v_cache = static_cast<__nv_bfloat16*>(vc);
+      const double ms = median_ms(
+          [&] {
+            if (!kernels::rope_kv_write(static_cast<float*>(qkv), width, r, nullptr)) std::exit(1);
+          },
+          50);
+      std::printf("  rope_kv 1 token at position 100000%s: %.1f us (28 per step)\n",
+                  table ? "" : " (no frequency table)", ms * 1e3);
+    }
+    for (void* p : {qkv, dpos, dslot, dfreq, qo, kc, vc}) cudaFree(p);
+  }
   (void)c;
 }
 
