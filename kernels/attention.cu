@@ -115,6 +115,13 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
     const int pos = s0 + i;
     const int block = table[pos / BT];
     base_of[i] = ((static_cast<size_t>(block) * KVH + kvh) * BT + pos % BT) * D;
+    if (kFused) {
+      // The values are read only after the scores and the softmax: have their
+      // rows on the way to L2 now, so those loads wait on L2, not DRAM.
+      const char* vrow = reinterpret_cast<const char*>(a.v_cache + base_of[i]);
+      for (int off = 0; off < D * 2; off += 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(vrow + off));
+    }
   }
   __syncthreads();
   auto slot_base = [&](int pos) { return base_of[pos - s0]; };

@@ -123,68 +123,76 @@ void gemv_bench(const Ceilings& c, bool quick) {
 }
 
 void attention_bench(const Ceilings& c) {
-  const int H = 28, KVH = 4, D = 128, BT = 16, ctx = 768;
-  std::printf("\n== decode attention (paged, bf16 KV, context %d)\n", ctx);
-  // split 16 and 64: fixed splits and a combine kernel; split 0: the fused
-  // path the engine uses (context-sized splits, minimum 16, ~32 per head,
-  // merged by the last block).
-  for (int split : {16, 64, 0})
-    for (int B : {1, 4}) {
-      const bool fused = split == 0;
-      const int max_blocks = ctx / BT + 1, nblocks = B * max_blocks;
-      const size_t cache = static_cast<size_t>(nblocks) * KVH * BT * D;
-      void* k = dmalloc(2 * cache);
-      void* v = dmalloc(2 * cache);
-      fill_random(k, 2 * cache, 1);
-      fill_random(v, 2 * cache, 2);
-      void* q = dmalloc(2 * B * H * D);
-      fill_random(q, 2 * B * H * D, 3);
-      std::vector<int32_t> tables(B * max_blocks), lens(B, ctx);
-      for (int i = 0; i < B * max_blocks; ++i) tables[i] = i;
-      void* dt = dmalloc(4 * tables.size());
-      void* dl = dmalloc(4 * B);
-      check(cudaMemcpy(dt, tables.data(), 4 * tables.size(), cudaMemcpyHostToDevice), "t");
-      check(cudaMemcpy(dl, lens.data(), 4 * B, cudaMemcpyHostToDevice), "l");
-      const int max_splits = fused ? kernels::decode_max_splits(4096, 16, 32) : 4096 / split;
-      void* po = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * D);
-      void* pml = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * 2);
-      void* out = dmalloc(2 * B * H * D);
-      void* counters = dmalloc(4 * B * KVH);
-      check(cudaMemset(counters, 0, 4 * B * KVH), "counters");
-      kernels::DecodeAttentionArgs a;
-      a.q = static_cast<__nv_bfloat16*>(q);
-      a.k_cache = static_cast<__nv_bfloat16*>(k);
-      a.v_cache = static_cast<__nv_bfloat16*>(v);
-      a.block_tables = static_cast<int32_t*>(dt);
-      a.max_blocks_per_seq = max_blocks;
-      a.context_lens = static_cast<int32_t*>(dl);
-      a.batch = B;
-      a.num_heads = H;
-      a.num_kv_heads = KVH;
-      a.head_dim = D;
-      a.block_tokens = BT;
-      a.split_tokens = fused ? 16 : split;
-      a.max_splits = max_splits;
-      if (fused) {
-        a.split_counters = static_cast<int*>(counters);
-        a.target_splits = 32;
+  const int H = 28, KVH = 4, D = 128, BT = 16;
+  for (int ctx : {512, 768, 4096}) {
+    std::printf("\n== decode attention (paged, bf16 KV, context %d)\n", ctx);
+    // split 16 and 64: fixed splits and a combine kernel; negative: the fused
+    // path (context-sized splits of at least 16 keys, about -split of them per
+    // (sequence, kv head), merged by the last block; the engine default is
+    // CudaTuning::attention_splits = 32).
+    for (int split : {16, 64, -32, -16, -8})
+      for (int B : {1, 4}) {
+        const bool fused = split < 0;
+        const int target = -split;
+        const int max_blocks = ctx / BT + 1, nblocks = B * max_blocks;
+        const size_t cache = static_cast<size_t>(nblocks) * KVH * BT * D;
+        void* k = dmalloc(2 * cache);
+        void* v = dmalloc(2 * cache);
+        fill_random(k, 2 * cache, 1);
+        fill_random(v, 2 * cache, 2);
+        void* q = dmalloc(2 * B * H * D);
+        fill_random(q, 2 * B * H * D, 3);
+        std::vector<int32_t> tables(B * max_blocks), lens(B, ctx);
+        for (int i = 0; i < B * max_blocks; ++i) tables[i] = i;
+        void* dt = dmalloc(4 * tables.size());
+        void* dl = dmalloc(4 * B);
+        check(cudaMemcpy(dt, tables.data(), 4 * tables.size(), cudaMemcpyHostToDevice), "t");
+        check(cudaMemcpy(dl, lens.data(), 4 * B, cudaMemcpyHostToDevice), "l");
+        const int max_splits = fused ? kernels::decode_max_splits(4096, 16, target) : 4096 / split;
+        void* po = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * D);
+        void* pml = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * 2);
+        void* out = dmalloc(2 * B * H * D);
+        void* counters = dmalloc(4 * B * KVH);
+        check(cudaMemset(counters, 0, 4 * B * KVH), "counters");
+        kernels::DecodeAttentionArgs a;
+        a.q = static_cast<__nv_bfloat16*>(q);
+        a.k_cache = static_cast<__nv_bfloat16*>(k);
+        a.v_cache = static_cast<__nv_bfloat16*>(v);
+        a.block_tables = static_cast<int32_t*>(dt);
+        a.max_blocks_per_seq = max_blocks;
+        a.context_lens = static_cast<int32_t*>(dl);
+        a.batch = B;
+        a.num_heads = H;
+        a.num_kv_heads = KVH;
+        a.head_dim = D;
+        a.block_tokens = BT;
+        a.split_tokens = fused ? 16 : split;
+        a.max_splits = max_splits;
+        if (fused) {
+          a.split_counters = static_cast<int*>(counters);
+          a.target_splits = target;
+        }
+        a.partial_o = static_cast<float*>(po);
+        a.partial_ml = static_cast<float*>(pml);
+        a.out = static_cast<__nv_bfloat16*>(out);
+        const double ms = median_ms(
+            [&] {
+              if (!kernels::attention_decode(a, nullptr)) std::exit(1);
+            },
+            50);
+        const double bytes = 2.0 * B * ctx * KVH * D * 2;
+        char label[32];
+        if (fused)
+          std::snprintf(label, sizeof label, "fused ~%d splits", target);
+        else
+          std::snprintf(label, sizeof label, "split %d + combine", split);
+        std::printf(
+            "  %-20s batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of "
+            "read)\n",
+            label, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
+        for (void* p : {k, v, q, dt, dl, po, pml, out, counters}) cudaFree(p);
       }
-      a.partial_o = static_cast<float*>(po);
-      a.partial_ml = static_cast<float*>(pml);
-      a.out = static_cast<__nv_bfloat16*>(out);
-      const double ms = median_ms(
-          [&] {
-            if (!kernels::attention_decode(a, nullptr)) std::exit(1);
-          },
-          50);
-      const double bytes = 2.0 * B * ctx * KVH * D * 2;
-      std::printf(
-          "  %-8s batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of "
-          "read)\n",
-          fused ? "fused" : (split == 16 ? "split 16" : "split 64"), B, ms * 1e3, ms * 28,
-          bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
-      for (void* p : {k, v, q, dt, dl, po, pml, out, counters}) cudaFree(p);
-    }
+  }
 }
 
 void misc_bench(const Ceilings& c) {
