@@ -40,7 +40,7 @@ __device__ void merge_splits(const DecodeAttentionArgs& a, int b, int kvh, int n
     const size_t base = (static_cast<size_t>(b) * H + qh) * a.max_splits;
     const float m = merge_m[g];
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
+#pragma unroll 8
     for (int s = 0; s < nsplits; ++s) {
       const float w = expf(__ldcg(ml + base + s).x - m);
       const float4 o = __ldcg(reinterpret_cast<const float4*>(a.partial_o + (base + s) * D) + d4);
@@ -116,11 +116,15 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
     const int block = table[pos / BT];
     base_of[i] = ((static_cast<size_t>(block) * KVH + kvh) * BT + pos % BT) * D;
     if (kFused) {
-      // The values are read only after the scores and the softmax: have their
-      // rows on the way to L2 now, so those loads wait on L2, not DRAM.
+      // The values are read only after the scores and the softmax, and keys
+      // past the first round of the score loop one round after another: have
+      // their rows on the way to L2 now, so those loads wait on L2, not DRAM.
       const char* vrow = reinterpret_cast<const char*>(a.v_cache + base_of[i]);
-      for (int off = 0; off < D * 2; off += 128)
+      const char* krow = reinterpret_cast<const char*>(a.k_cache + base_of[i]);
+      for (int off = 0; off < D * 2; off += 128) {
         asm volatile("prefetch.global.L2 [%0];" ::"l"(vrow + off));
+        if (i >= kDecodeThreads / 8) asm volatile("prefetch.global.L2 [%0];" ::"l"(krow + off));
+      }
     }
   }
   __syncthreads();
@@ -204,8 +208,9 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
     float acc[kAttentionMaxGroup];
 #pragma unroll
     for (int g = 0; g < kAttentionMaxGroup; ++g) acc[g] = 0.0f;
-      // Unrolled so several independent value loads are in flight per thread.
-#pragma unroll 8
+      // Unrolled so several independent value loads are in flight per thread
+      // (more in the fused path, whose splits may be longer).
+#pragma unroll(kFused ? 16 : 8)
     for (int i = 0; i < len; ++i) {
       const float v = __bfloat162float(a.v_cache[base_of[i] + d]);
 #pragma unroll

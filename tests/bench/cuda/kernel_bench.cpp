@@ -130,7 +130,7 @@ void attention_bench(const Ceilings& c) {
     // path (context-sized splits of at least 16 keys, about -split of them per
     // (sequence, kv head), merged by the last block; the engine default is
     // CudaTuning::attention_splits = 32).
-    for (int split : {16, 64, -32, -16, -8})
+    for (int split : {16, 64, -64, -32, -16, -8})
       for (int B : {1, 4}) {
         const bool fused = split < 0;
         const int target = -split;
