@@ -7,6 +7,7 @@
 // With --http HOST:PORT the OpenAI-compatible endpoint runs on its own
 // io_context and thread. It listens before the model loads (GET /health
 // answers 503 "loading"), then serves through the same scheduler.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -192,8 +193,11 @@ Status serve(ServeArgs& args) {
 
   auto work = boost::asio::make_work_guard(io);
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  // One grace period for everything in flight, socket and HTTP alike.
+  std::chrono::steady_clock::time_point grace_ends = std::chrono::steady_clock::time_point::max();
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
+    grace_ends = std::chrono::steady_clock::now() + args.ipc.shutdown_grace;
     log->info("signal {}: stop accepting, finishing {} requests within {} ms", signo,
               scheduler->outstanding(), args.ipc.shutdown_grace.count());
     http_frontend.stop_accepting();
@@ -219,9 +223,11 @@ Status serve(ServeArgs& args) {
   io.run();
   for (auto& t : io_threads) t.join();
 
-  // HTTP requests get the same grace as the socket's (which may have ended
-  // early, when no socket request was in flight).
-  if (http_frontend && !scheduler->wait_idle(args.ipc.shutdown_grace)) {
+  // HTTP requests get what is left of the same grace period (the socket's
+  // part ends early when no socket request was in flight).
+  const auto grace_left = std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
+      grace_ends - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{}));
+  if (http_frontend && !scheduler->wait_idle(grace_left)) {
     log->info("grace period over: cancelling {} HTTP requests", scheduler->outstanding());
   }
   scheduler->stop();
