@@ -43,7 +43,8 @@ uint64_t test_seed() {
       return static_cast<uint64_t>(std::strtoull(env, nullptr, 0));
     uint64_t s = std::random_device{}();
     s = (s << 32) ^ std::random_device{}();
-    std::fprintf(stderr, "[ringserve] RINGSERVE_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
+    std::fprintf(stderr, "[ringserve] RINGSERVE_TEST_SEED=%llu\n",
+                 static_cast<unsigned long long>(s));
     return s;
   }();
   return seed;

@@ -27,9 +27,9 @@ enum class Errc : int {
   kTooLarge,           // a frame, prompt or file above its configured maximum
   kCancelled,
   kTimeout,
-  kUnavailable,        // no server, server gone, engine not ready
+  kUnavailable,  // no server, server gone, engine not ready
   kPermissionDenied,
-  kInternal,           // a bug: an invariant did not hold
+  kInternal,  // a bug: an invariant did not hold
 };
 
 const char* errc_name(Errc code) noexcept;
@@ -58,14 +58,14 @@ class [[nodiscard]] Expected {
  public:
   using value_type = T;
 
-  Expected(const T& value) : v_(value) {}  // NOLINT: implicit by design
-  Expected(T&& value) : v_(std::move(value)) {}  // NOLINT
+  Expected(const T& value) : v_(value) {}          // NOLINT: implicit by design
+  Expected(T&& value) : v_(std::move(value)) {}    // NOLINT
   Expected(Error error) : v_(std::move(error)) {}  // NOLINT
   template <class U>
-    requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::decay_t<U>, T> &&
-             !std::is_same_v<std::decay_t<U>, Error> &&
-             !std::is_same_v<std::decay_t<U>, Expected>)
-  Expected(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, T> &&
+           !std::is_same_v<std::decay_t<U>, Error> && !std::is_same_v<std::decay_t<U>, Expected>)
+      Expected(U&& value)
+      : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
 
   bool has_value() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -133,21 +133,23 @@ class [[nodiscard]] Expected<void> {
 
 using Status = Expected<void>;
 
-inline Status ok() { return {}; }
+inline Status ok() {
+  return {};
+}
 
 }  // namespace ringserve
 
 // Propagate an error from an Expected-returning expression; yields its value.
 // Statement-expression form is a GNU extension that g++, clang and nvcc accept.
-#define RS_TRY(expr)                                          \
-  ({                                                          \
-    auto&& rs_try_result_ = (expr);                           \
+#define RS_TRY(expr)                                               \
+  ({                                                               \
+    auto&& rs_try_result_ = (expr);                                \
     if (!rs_try_result_) return std::move(rs_try_result_).error(); \
-    std::move(rs_try_result_).value();                        \
+    std::move(rs_try_result_).value();                             \
   })
 
-#define RS_TRY_STATUS(expr)                                   \
-  do {                                                        \
-    auto&& rs_try_status_ = (expr);                           \
+#define RS_TRY_STATUS(expr)                                        \
+  do {                                                             \
+    auto&& rs_try_status_ = (expr);                                \
     if (!rs_try_status_) return std::move(rs_try_status_).error(); \
   } while (0)
