@@ -30,6 +30,15 @@ namespace {
 std::optional<double> number_at(const nlohmann::json& j, const std::string& pointer) {
   const nlohmann::json::json_pointer p(pointer);
   if (!j.contains(p) || !j.at(p).is_number()) return std::nullopt;
+  // The server's own timings, when it sent none (not ringserve): no value.
+  const nlohmann::json::json_pointer parent = p.parent_pointer();
+  static const char* kServerTimed[] = {"/results/queue_ms", "/results/prefill_ms",
+                                       "/results/ttft_overhead_ms", "/results/e2e_overhead_ms"};
+  for (const char* timed : kServerTimed) {
+    if (parent == nlohmann::json::json_pointer(timed) && j.at(parent).value("count", 1) == 0) {
+      return std::nullopt;
+    }
+  }
   return j.at(p).get<double>();
 }
 
@@ -37,7 +46,8 @@ std::string value_at(const nlohmann::json& j, const std::string& pointer) {
   const nlohmann::json::json_pointer p(pointer);
   if (!j.contains(p)) return "-";
   const nlohmann::json& v = j.at(p);
-  return v.is_string() ? v.get<std::string>() : v.dump();
+  if (v.is_string()) return v.get<std::string>().empty() ? "-" : v.get<std::string>();
+  return v.dump();
 }
 
 }  // namespace
@@ -66,10 +76,10 @@ std::string format_comparison(const nlohmann::json& a, const nlohmann::json& b,
       {"client CPU/tok (us)", "/results/client_cpu_us_per_token", false},
       {"failed requests", "/results/requests_failed", false},
   };
-  static const char* kSettings[] = {"/config/mode",     "/config/input_len",   "/config/output_len",
-                                    "/config/batch",    "/config/concurrency", "/config/rate",
-                                    "/config/requests", "/config/transport",   "/server/engine",
-                                    "/config/label"};
+  static const char* kSettings[] = {
+      "/config/mode",        "/config/input_len", "/config/output_len",   "/config/batch",
+      "/config/concurrency", "/config/rate",      "/config/requests",     "/config/transport",
+      "/server/engine",      "/server/model",     "/results/token_count", "/config/label"};
   std::string out;
   out += fmt::format("{:<20}{:>16}{:>16}{:>10}\n", "", name_a.substr(0, 15), name_b.substr(0, 15),
                      "B/A");

@@ -14,8 +14,9 @@
 namespace ringbench {
 
 // shm: socket + shared-memory ring; socket: every message over the socket;
-// http: HTTP+JSON streaming /v1/completions (the socket still carries the
-// server's facts and stats).
+// http: HTTP+JSON streaming /v1/completions (ringserve's socket, where it is
+// reachable, carries the server's facts and stats; without it any
+// OpenAI-compatible server can be measured, its facts from GET /v1/models).
 enum class Transport { kShm, kSocket, kHttp };
 
 struct Config {
@@ -35,6 +36,10 @@ struct Config {
   bool progress = true;    // drawn only when stderr is a terminal
   double timeout_s = 600;  // per request
   std::string label;       // free text stored in the JSON (e.g. the server's batch policy)
+  // HTTP without ringserve's socket (--no-socket, or no socket to reach):
+  bool no_socket = false;    // do not even try the socket
+  std::optional<int> vocab;  // prompt ids come from this vocabulary's range
+  std::string model;         // "model" to send; empty: the first of GET /v1/models
 
   enum class Mode { kBatch, kClosedLoop, kOpenLoop };
   Mode mode() const;

@@ -1,6 +1,7 @@
 #include "http_transport.h"
 
 #include <charconv>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -8,7 +9,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
-#include <nlohmann/json.hpp>
+
+#include "workload.h"
 
 namespace ringbench {
 
@@ -94,17 +96,6 @@ ringserve::Expected<std::unique_ptr<HttpConnection>> HttpConnection::connect(
   return std::unique_ptr<HttpConnection>(new HttpConnection(std::move(impl)));
 }
 
-namespace {
-
-std::string request_body(const std::vector<int32_t>& prompt, const Config& config) {
-  nlohmann::json body = {{"prompt", prompt}, {"max_tokens", config.output_len},
-                         {"temperature", 0}, {"ignore_eos", true},
-                         {"stream", true},   {"return_token_ids", true}};
-  return body.dump();
-}
-
-}  // namespace
-
 RequestRecord HttpConnection::run(const std::vector<int32_t>& prompt, const Config& config,
                                   SteadyClock::time_point phase_start) {
   RequestRecord record;
@@ -118,7 +109,7 @@ RequestRecord HttpConnection::run(const std::vector<int32_t>& prompt, const Conf
   request.set(bhttp::field::content_type, "application/json");
   request.set(bhttp::field::accept, "text/event-stream");
   request.keep_alive(true);
-  request.body() = request_body(prompt, config);
+  request.body() = completion_request_body(prompt, config.output_len, c.target.model);
   request.prepare_payload();
 
   const SteadyClock::time_point sent = SteadyClock::now();
@@ -131,56 +122,17 @@ RequestRecord HttpConnection::run(const std::vector<int32_t>& prompt, const Conf
     return record;
   }
 
-  RequestTimer timer(record, sent);
-  std::string pending;  // SSE bytes not yet split into events
-  bool done = false;
-  std::string finish;
-  auto on_event = [&](std::string_view data, SteadyClock::time_point now) {
-    if (data == "[DONE]") {
-      done = true;
-      return;
-    }
-    nlohmann::json event = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
-    if (event.is_discarded()) {
-      record.error = "HTTP: an SSE event is not JSON";
-      return;
-    }
-    if (event.contains("error")) {
-      record.error = fmt::format("HTTP stream error: {}", event["error"].dump());
-      return;
-    }
-    if (event.contains("timings")) {
-      const auto& t = event["timings"];
-      record.has_server_timings = true;
-      record.queue_ms = t.value("queue_ms", 0.0);
-      record.prefill_ms = t.value("prefill_ms", 0.0);
-      record.server_ttft_ms = t.value("first_token_ms", 0.0);
-      record.server_total_ms = t.value("total_ms", 0.0);
-    }
-    if (!event.contains("choices") || event["choices"].empty()) return;
-    const auto& choice = event["choices"][0];
-    if (auto ids = choice.find("token_ids"); ids != choice.end() && ids->is_array()) {
-      timer.tokens(static_cast<int>(ids->size()), now);
-    }
-    if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) {
-      finish = f->get<std::string>();
-    }
-  };
+  CompletionStreamReader reader(record, sent);
   // Chunk bodies arrive here as they are read; events are timed on arrival.
   auto on_chunk = [&](uint64_t, boost::beast::string_view body,
                       boost::system::error_code&) -> size_t {
-    const SteadyClock::time_point now = SteadyClock::now();
-    pending.append(body.data(), body.size());
-    size_t end;
-    while ((end = pending.find("\n\n")) != std::string::npos) {
-      std::string_view event(pending.data(), end);
-      if (event.rfind("data: ", 0) == 0) on_event(event.substr(6), now);
-      pending.erase(0, end + 2);
-    }
+    reader.feed(std::string_view(body.data(), body.size()), SteadyClock::now());
     return body.size();
   };
   bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(boost::none);
+  // No limit (a stream is as long as it is). Not boost::none: Boost 1.74
+  // compares lengths against it as if it were a limit of 0.
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   parser.on_chunk_body(on_chunk);
   bhttp::read_header(c.socket, c.buffer, parser, ec);
   if (!ec && parser.get().result_int() != 200) {
@@ -189,7 +141,17 @@ RequestRecord HttpConnection::run(const std::vector<int32_t>& prompt, const Conf
     c.close();
     return record;
   }
-  while (!ec && !parser.is_done()) bhttp::read_some(c.socket, c.buffer, parser, ec);
+  // A stream that is not chunked (read to the connection's end) lands in
+  // the body: its new bytes are fed after each read.
+  size_t fed = 0;
+  while (!ec && !parser.is_done()) {
+    bhttp::read_some(c.socket, c.buffer, parser, ec);
+    const std::string& body = parser.get().body();
+    if (!parser.chunked() && body.size() > fed) {
+      reader.feed(std::string_view(body).substr(fed), SteadyClock::now());
+      fed = body.size();
+    }
+  }
   if (ec) {
     c.close();
     record.error = fmt::format("HTTP read: {}", ec.message());
@@ -197,22 +159,29 @@ RequestRecord HttpConnection::run(const std::vector<int32_t>& prompt, const Conf
   }
   if (!parser.keep_alive()) c.close();
   record.e2e_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - sent).count();
-  if (!record.error.empty()) return record;
-  if (!done) {
-    record.error = "HTTP: the stream ended without [DONE]";
-    return record;
-  }
-  if (finish != "length") {
-    record.error = fmt::format("finished with {}", finish.empty() ? "nothing" : finish);
-    return record;
-  }
-  if (record.output_tokens != config.output_len) {
-    record.error =
-        fmt::format("got {} tokens, expected {}", record.output_tokens, config.output_len);
-    return record;
-  }
-  record.ok = true;
+  reader.finish(config.output_len);
   return record;
+}
+
+ringserve::Expected<std::string> HttpConnection::get(const std::string& path) {
+  Impl& c = *impl_;
+  RS_TRY_STATUS(c.ensure_open());
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::get, path, 11};
+  request.set(bhttp::field::host, c.target.host);
+  request.keep_alive(true);
+  boost::system::error_code ec;
+  bhttp::write(c.socket, request, ec);
+  bhttp::response<bhttp::string_body> response;
+  if (!ec) bhttp::read(c.socket, c.buffer, response, ec);
+  if (ec) {
+    c.close();
+    return make_error(Errc::kIoError, "GET {}: {}", path, ec.message());
+  }
+  if (!response.keep_alive()) c.close();
+  if (response.result_int() != 200) {
+    return make_error(Errc::kUnavailable, "GET {}: HTTP {}", path, response.result_int());
+  }
+  return std::move(response.body());
 }
 
 ringserve::Expected<std::chrono::nanoseconds> HttpConnection::health_round_trip() {

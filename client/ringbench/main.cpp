@@ -7,6 +7,8 @@
 //   ringbench --transport all --http 127.0.0.1:8080 --json out.json
 //                     (shm, socket and http one after another, side by side;
 //                      writes out-shm.json, out-socket.json, out-http.json)
+//   ringbench --transport http --http 127.0.0.1:8000 --no-socket --vocab 151936
+//                     (any OpenAI-compatible server: llama.cpp, vLLM, SGLang...)
 //   ringbench compare A.json B.json
 //
 // Prompts are token ids of exactly --input-len (seeded), and every request
@@ -81,6 +83,17 @@ int main(int argc, char** argv) {
   app.add_option("--http", config.http_address,
                  "HOST:PORT of the server's HTTP API (`serve --http`), for --transport http|all")
       ->capture_default_str();
+  app.add_flag("--no-socket", config.no_socket,
+               "--transport http: do not use ringserve's socket (also the fallback when it is "
+               "not reachable); the model comes from GET /v1/models, no server stats");
+  int vocab = 0;
+  auto* vocab_opt = app.add_option("--vocab", vocab,
+                                   "Prompt ids are drawn from this vocabulary size (default: the "
+                                   "server's; without the socket, /v1/models' if it says, else "
+                                   "32000)")
+                        ->check(CLI::PositiveNumber);
+  app.add_option("--model", config.model,
+                 "Without the socket: the \"model\" to send (default: the first of /v1/models)");
   app.add_option("--warmup", config.warmup, "Unmeasured requests sent first")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -121,6 +134,7 @@ int main(int argc, char** argv) {
   if (*concurrency_opt) config.concurrency = concurrency;
   if (*requests_opt) config.requests = requests;
   if (*rate_opt) config.rate = rate;
+  if (*vocab_opt) config.vocab = vocab;
   config.progress = !no_progress;
   std::vector<ringbench::Transport> transports;
   if (transport == "all") {

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 namespace ringbench {
+
+using SteadyClock = std::chrono::steady_clock;
 namespace {
 
 double nearest_rank(const std::vector<double>& sorted, double q) {
@@ -38,6 +40,113 @@ void RequestTimer::tokens(int n, std::chrono::steady_clock::time_point now) {
   last_ = now;
 }
 
+const char* token_count_name(TokenCount method) {
+  switch (method) {
+    case TokenCount::kTokenIds:
+      return "token_ids";
+    case TokenCount::kUsage:
+      return "usage";
+    case TokenCount::kChunks:
+      return "sse_chunks";
+  }
+  return "?";
+}
+
+void CompletionStreamReader::feed(std::string_view bytes, SteadyClock::time_point now) {
+  // Events end with a blank line; "\r\n" line ends (some servers) become "\n".
+  for (char ch : bytes) {
+    if (ch != '\r') pending_ += ch;
+  }
+  size_t end;
+  while ((end = pending_.find("\n\n")) != std::string::npos) {
+    std::string_view event(pending_.data(), end);
+    while (!event.empty()) {  // each "data:" line of the event
+      const size_t eol = std::min(event.find('\n'), event.size());
+      std::string_view line = event.substr(0, eol);
+      event.remove_prefix(std::min(eol + 1, event.size()));
+      if (line.rfind("data:", 0) != 0) continue;  // "event:", "id:", ": comment"
+      line.remove_prefix(5);
+      if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+      on_event(line, now);
+    }
+    pending_.erase(0, end + 2);
+  }
+}
+
+void CompletionStreamReader::on_event(std::string_view data, SteadyClock::time_point now) {
+  if (!record_.error.empty()) return;
+  if (data == "[DONE]") {
+    done_ = true;
+    return;
+  }
+  const nlohmann::json event = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (!event.is_object()) {
+    record_.error = "HTTP: an SSE event is not a JSON object";
+    return;
+  }
+  if (event.contains("error")) {
+    record_.error = fmt::format("HTTP stream error: {}", event["error"].dump());
+    return;
+  }
+  // ringserve's own timings; other servers' (llama.cpp's prompt_ms...) differ.
+  if (auto t = event.find("timings"); t != event.end() && t->is_object() &&
+                                      t->contains("first_token_ms") && t->contains("total_ms")) {
+    record_.has_server_timings = true;
+    record_.queue_ms = t->value("queue_ms", 0.0);
+    record_.prefill_ms = t->value("prefill_ms", 0.0);
+    record_.server_ttft_ms = t->value("first_token_ms", 0.0);
+    record_.server_total_ms = t->value("total_ms", 0.0);
+  }
+  if (auto u = event.find("usage"); u != event.end() && u->is_object()) {
+    if (auto n = u->find("completion_tokens"); n != u->end() && n->is_number_integer()) {
+      usage_tokens_ = n->get<int>();
+    }
+  }
+  auto choices = event.find("choices");
+  if (choices == event.end() || !choices->is_array() || choices->empty()) return;
+  const nlohmann::json& choice = (*choices)[0];
+  if (!choice.is_object()) return;
+  if (auto ids = choice.find("token_ids"); ids != choice.end() && ids->is_array()) {
+    saw_token_ids_ = true;
+    timer_.tokens(static_cast<int>(ids->size()), now);
+  } else if (auto text = choice.find("text"); !saw_token_ids_ && text != choice.end() &&
+                                              text->is_string() &&
+                                              !text->get_ref<const std::string&>().empty()) {
+    timer_.tokens(1, now);
+  }
+  if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) {
+    finish_reason_ = f->get<std::string>();
+  }
+}
+
+void CompletionStreamReader::finish(int expected_tokens) {
+  if (saw_token_ids_) {
+    record_.token_count = TokenCount::kTokenIds;
+  } else if (usage_tokens_) {
+    record_.token_count = TokenCount::kUsage;
+    record_.output_tokens = *usage_tokens_;
+  } else {
+    record_.token_count = TokenCount::kChunks;
+  }
+  if (!record_.error.empty()) return;
+  if (!done_) {
+    record_.error = "HTTP: the stream ended without [DONE]";
+    return;
+  }
+  if (finish_reason_ != "length") {
+    record_.error =
+        fmt::format("finished with {}{}", finish_reason_.empty() ? "nothing" : finish_reason_,
+                    finish_reason_ == "stop" ? " (the server ignored ignore_eos?)" : "");
+    return;
+  }
+  if (record_.token_count != TokenCount::kChunks && record_.output_tokens != expected_tokens) {
+    record_.error =
+        fmt::format("got {} tokens, expected {}", record_.output_tokens, expected_tokens);
+    return;
+  }
+  record_.ok = true;
+}
+
 Distribution distribution(std::vector<double> samples) {
   Distribution d;
   d.count = samples.size();
@@ -56,6 +165,7 @@ Summary summarize(const std::vector<RequestRecord>& records, double wall_s) {
   s.wall_s = wall_s;
   std::vector<double> ttft, itl, e2e, queue, prefill, ttft_overhead, e2e_overhead;
   std::set<std::string> seen;
+  std::set<std::string> methods;
   for (const RequestRecord& r : records) {
     if (!r.ok) {
       ++s.requests_failed;
@@ -64,6 +174,7 @@ Summary summarize(const std::vector<RequestRecord>& records, double wall_s) {
     }
     ++s.requests_ok;
     s.output_tokens += r.output_tokens;
+    methods.insert(token_count_name(r.token_count));
     ttft.push_back(r.ttft_ms);
     e2e.push_back(r.e2e_ms);
     if (r.has_server_timings) {
@@ -78,6 +189,7 @@ Summary summarize(const std::vector<RequestRecord>& records, double wall_s) {
     s.output_tokens_per_s = static_cast<double>(s.output_tokens) / wall_s;
     s.requests_per_s = s.requests_ok / wall_s;
   }
+  for (const std::string& m : methods) s.token_count += (s.token_count.empty() ? "" : "+") + m;
   s.ttft_ms = distribution(std::move(ttft));
   s.itl_ms = distribution(std::move(itl));
   s.e2e_ms = distribution(std::move(e2e));
@@ -104,6 +216,7 @@ nlohmann::json to_json(const Summary& s) {
           {"e2e_overhead_ms", to_json(s.e2e_overhead_ms)},
           {"client_cpu_us_per_token", s.client_cpu_us_per_token},
           {"round_trip_us", to_json(s.round_trip_us)},
+          {"token_count", s.token_count},
           {"errors", s.errors}};
 }
 
@@ -121,6 +234,12 @@ std::string format_table(const Report& r) {
   out += fmt::format("ringbench: {}\n", r.config.describe());
   if (r.server.contains("engine")) {
     out += fmt::format("server: {} engine\n", r.server["engine"].get<std::string>());
+  } else if (r.server.contains("facts_from")) {
+    out += fmt::format(
+        "server: model '{}' (OpenAI-compatible HTTP, no socket: no server stats), "
+        "prompt ids from a vocabulary of {} ({})\n",
+        r.server.value("model", ""), r.server.value("prompt_vocab", 0),
+        r.server.value("prompt_vocab_from", ""));
   }
   out += fmt::format("requests: {} ok, {} failed in {:.2f} s\n", s.requests_ok, s.requests_failed,
                      s.wall_s);
@@ -133,13 +252,25 @@ std::string format_table(const Report& r) {
     out += fmt::format("{:<18}{:>10.2f}{:>10.2f}{:>10.2f}{:>10.2f}{:>10.2f}\n", name, d.mean, d.p50,
                        d.p90, d.p99, d.max);
   };
+  // The server's own timings: "n/a" when it sent none (not ringserve).
+  auto server_row = [&](const char* name, const Distribution& d) {
+    if (d.count > 0 || s.requests_ok == 0) return row(name, d);
+    out += fmt::format("{:<18}{:>10}{:>10}{:>10}{:>10}{:>10}\n", name, "n/a", "n/a", "n/a", "n/a",
+                       "n/a");
+  };
   row("time to 1st token", s.ttft_ms);
   row("inter-token", s.itl_ms);
   row("end to end", s.e2e_ms);
-  row("queue (server)", s.queue_ms);
-  row("prefill (server)", s.prefill_ms);
-  row("TTFT - server's", s.ttft_overhead_ms);
-  row("e2e - server's", s.e2e_overhead_ms);
+  server_row("queue (server)", s.queue_ms);
+  server_row("prefill (server)", s.prefill_ms);
+  server_row("TTFT - server's", s.ttft_overhead_ms);
+  server_row("e2e - server's", s.e2e_overhead_ms);
+  if (r.config.transport == Transport::kHttp && !s.token_count.empty()) {
+    out += fmt::format("output tokens counted from: {}{}\n", s.token_count,
+                       s.token_count.find("sse_chunks") != std::string::npos
+                           ? " (approximate: one token per chunk)"
+                           : "");
+  }
   out += fmt::format("client CPU per token: {:.1f} us\n", s.client_cpu_us_per_token);
   if (s.round_trip_us.count > 0) {
     out += fmt::format("idle round trip: p50 {:.1f} us, p99 {:.1f} us ({} samples)\n",
@@ -158,33 +289,44 @@ namespace ringbench {
 
 std::string format_transport_table(const std::vector<Report>& reports) {
   if (reports.empty()) return {};
+  // `has` (when set) says whether the report has the value: the server's
+  // own timings and step times come from ringserve only; others show n/a.
   struct Row {
     const char* label;
     double (*get)(const Report&);
     int decimals;
+    bool (*has)(const Report&);
+  };
+  static const auto kTimed = [](const Report& r) { return r.summary.ttft_overhead_ms.count > 0; };
+  static const auto kStepped = [](const Report& r) {
+    return r.server.contains("run_mean_step_us");
   };
   static const Row kRows[] = {
-      {"output tokens/s", [](const Report& r) { return r.summary.output_tokens_per_s; }, 1},
-      {"TTFT mean (ms)", [](const Report& r) { return r.summary.ttft_ms.mean; }, 3},
-      {"TTFT p50 (ms)", [](const Report& r) { return r.summary.ttft_ms.p50; }, 3},
-      {"TTFT p99 (ms)", [](const Report& r) { return r.summary.ttft_ms.p99; }, 3},
+      {"output tokens/s", [](const Report& r) { return r.summary.output_tokens_per_s; }, 1,
+       nullptr},
+      {"TTFT mean (ms)", [](const Report& r) { return r.summary.ttft_ms.mean; }, 3, nullptr},
+      {"TTFT p50 (ms)", [](const Report& r) { return r.summary.ttft_ms.p50; }, 3, nullptr},
+      {"TTFT p99 (ms)", [](const Report& r) { return r.summary.ttft_ms.p99; }, 3, nullptr},
       {"TTFT - server's, mean (ms)",
-       [](const Report& r) { return r.summary.ttft_overhead_ms.mean; }, 3},
+       [](const Report& r) { return r.summary.ttft_overhead_ms.mean; }, 3, kTimed},
       {"TTFT - server's, p50 (ms)", [](const Report& r) { return r.summary.ttft_overhead_ms.p50; },
-       3},
-      {"ITL mean (ms)", [](const Report& r) { return r.summary.itl_ms.mean; }, 3},
-      {"ITL p50 (ms)", [](const Report& r) { return r.summary.itl_ms.p50; }, 3},
-      {"ITL p99 (ms)", [](const Report& r) { return r.summary.itl_ms.p99; }, 3},
+       3, kTimed},
+      {"ITL mean (ms)", [](const Report& r) { return r.summary.itl_ms.mean; }, 3, nullptr},
+      {"ITL p50 (ms)", [](const Report& r) { return r.summary.itl_ms.p50; }, 3, nullptr},
+      {"ITL p99 (ms)", [](const Report& r) { return r.summary.itl_ms.p99; }, 3, nullptr},
       {"e2e - server's, mean (ms)", [](const Report& r) { return r.summary.e2e_overhead_ms.mean; },
-       3},
+       3, kTimed},
       {"engine step mean (ms)",
-       [](const Report& r) { return r.server.value("run_mean_step_us", 0.0) / 1000.0; }, 3},
-      {"idle round trip p50 (us)", [](const Report& r) { return r.summary.round_trip_us.p50; }, 1},
-      {"idle round trip p99 (us)", [](const Report& r) { return r.summary.round_trip_us.p99; }, 1},
+       [](const Report& r) { return r.server.value("run_mean_step_us", 0.0) / 1000.0; }, 3,
+       kStepped},
+      {"idle round trip p50 (us)", [](const Report& r) { return r.summary.round_trip_us.p50; }, 1,
+       nullptr},
+      {"idle round trip p99 (us)", [](const Report& r) { return r.summary.round_trip_us.p99; }, 1,
+       nullptr},
       {"client CPU per token (us)",
-       [](const Report& r) { return r.summary.client_cpu_us_per_token; }, 1},
+       [](const Report& r) { return r.summary.client_cpu_us_per_token; }, 1, nullptr},
       {"failed requests",
-       [](const Report& r) { return static_cast<double>(r.summary.requests_failed); }, 0},
+       [](const Report& r) { return static_cast<double>(r.summary.requests_failed); }, 0, nullptr},
   };
   std::string load = reports[0].config.describe();
   load.resize(std::min(load.size(), load.rfind(", transport ")));
@@ -193,7 +335,10 @@ std::string format_transport_table(const std::vector<Report>& reports) {
   out += "\n";
   for (const Row& row : kRows) {
     out += fmt::format("{:<32}", row.label);
-    for (const Report& r : reports) out += fmt::format("{:>12.{}f}", row.get(r), row.decimals);
+    for (const Report& r : reports) {
+      out += row.has && !row.has(r) ? fmt::format("{:>12}", "n/a")
+                                    : fmt::format("{:>12.{}f}", row.get(r), row.decimals);
+    }
     out += "\n";
   }
   return out;

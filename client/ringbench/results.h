@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,10 +14,18 @@
 
 namespace ringbench {
 
+// How a request's output tokens were counted, best first: the ids the
+// stream carries (the ring; "return_token_ids" over HTTP), the server's
+// "usage" (total only), or one per SSE chunk with text (approximate: a chunk
+// may carry several tokens, or none while a character is incomplete).
+enum class TokenCount { kTokenIds, kUsage, kChunks };
+const char* token_count_name(TokenCount method);
+
 struct RequestRecord {
   bool ok = false;
   std::string error;  // when !ok
   int output_tokens = 0;
+  TokenCount token_count = TokenCount::kTokenIds;
   double start_s = 0;          // when it was sent, from the start of the measured phase
   double ttft_ms = 0;          // sent -> first token event (client side)
   double e2e_ms = 0;           // sent -> Done
@@ -42,6 +52,29 @@ class RequestTimer {
   bool first_ = true;
 };
 
+// Reads one streaming /v1/completions response from any OpenAI-compatible
+// server: SSE bytes in as they arrive, the record's tokens, timings and
+// outcome out. No I/O of its own.
+class CompletionStreamReader {
+ public:
+  CompletionStreamReader(RequestRecord& record, std::chrono::steady_clock::time_point sent)
+      : record_(record), timer_(record, sent) {}
+  void feed(std::string_view bytes, std::chrono::steady_clock::time_point now);
+  // The body has ended: settles the count and checks [DONE], the finish
+  // reason and (unless counted by chunks) the exact length. Sets record.ok.
+  void finish(int expected_tokens);
+
+ private:
+  void on_event(std::string_view data, std::chrono::steady_clock::time_point now);
+  RequestRecord& record_;
+  RequestTimer timer_;
+  std::string pending_;  // bytes not yet split into events
+  bool done_ = false;
+  bool saw_token_ids_ = false;
+  std::string finish_reason_;
+  std::optional<int> usage_tokens_;
+};
+
 struct Distribution {
   size_t count = 0;
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
@@ -65,6 +98,7 @@ struct Summary {
   Distribution round_trip_us;
   double client_cpu_us_per_token = 0;  // ringbench's own CPU time (user + system)
   std::vector<std::string> errors;     // the first few distinct ones
+  std::string token_count;  // how tokens were counted: "token_ids", "usage+sse_chunks"...
 };
 
 Summary summarize(const std::vector<RequestRecord>& records, double wall_s);

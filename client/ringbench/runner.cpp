@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -170,6 +171,45 @@ class Transports {
   std::vector<std::unique_ptr<HttpConnection>> connections_;
 };
 
+// What the load is shaped by: from ringserve's socket, or, without it, from
+// the HTTP API and the flags.
+struct ServedFacts {
+  std::string model;
+  int64_t vocab = 0;
+  uint32_t max_context = 0;  // 0: unknown
+  std::string vocab_from;    // without the socket: "--vocab", "GET /v1/models" or "default"
+};
+
+// GET /v1/models (any OpenAI-compatible server), with --model and --vocab
+// taking precedence.
+Expected<ServedFacts> http_facts(const HttpTarget& target, const Config& config) {
+  ServedFacts facts;
+  std::optional<ModelFacts> listed;
+  auto connection = HttpConnection::connect(target);
+  if (!connection) return std::move(connection).error();
+  auto body = (*connection)->get("/v1/models");
+  if (body) listed = parse_models(*body);
+  if (!listed && config.model.empty()) {
+    return make_error(Errc::kUnavailable, "no model id from GET /v1/models ({}); give --model",
+                      body ? "no model listed" : body.error().to_string());
+  }
+  facts.model = config.model.empty() ? listed->id : config.model;
+  if (config.vocab) {
+    facts.vocab = *config.vocab;
+    facts.vocab_from = "--vocab";
+  } else if (listed && listed->vocab_size) {
+    facts.vocab = *listed->vocab_size;
+    facts.vocab_from = "GET /v1/models";
+  } else {
+    facts.vocab = kDefaultVocab;
+    facts.vocab_from = "default";
+  }
+  if (listed && listed->max_context) {
+    facts.max_context = static_cast<uint32_t>(std::min<int64_t>(*listed->max_context, UINT32_MAX));
+  }
+  return facts;
+}
+
 // Runs `count` requests from `prompts`, at most `parallel` at a time, each
 // worker pulling the next index. Batch mode calls it once per round.
 void closed_loop(Transports& transports, const std::vector<std::vector<int32_t>>& prompts,
@@ -227,30 +267,49 @@ Expected<Report> run_benchmark(const Config& config) {
       break;
   }
   // Several connections, as several clients would open; each is thread-safe
-  // and carries many requests. Over HTTP the socket only asks for facts and stats.
+  // and carries many requests. Over HTTP the socket only asks for facts and
+  // stats, and may be missing: then any OpenAI-compatible server is measured.
   const int connections = http ? 1 : std::clamp(parallel, 1, 8);
   std::vector<std::unique_ptr<Client>> clients;
-  for (int i = 0; i < connections; ++i) {
+  bool socket_less = http && config.no_socket;
+  for (int i = 0; i < connections && !socket_less; ++i) {
     auto c = Client::connect(path, options);
+    if (!c && http) {
+      std::fprintf(stderr,
+                   "ringbench: no ringserve socket (%s): HTTP only, the model from GET /v1/models, "
+                   "no server stats\n",
+                   c.error().to_string().c_str());
+      socket_less = true;
+      break;
+    }
     if (!c) return ringserve::with_context(std::move(c).error(), path);
     clients.push_back(std::move(c).value());
   }
   if (config.transport == Transport::kShm && !clients[0]->uses_shm()) {
     return make_error(Errc::kUnsupported, "the server did not grant shared memory");
   }
-  const ringserve::ServerInfo& info = clients[0]->server_info();
-  if (info.max_context > 0 &&
-      static_cast<uint32_t>(config.input_len + config.output_len) > info.max_context) {
+  ServedFacts facts;
+  if (socket_less) {
+    facts = RS_TRY(http_facts(*http, config));
+    http->model = facts.model;
+  } else {
+    const ringserve::ServerInfo& info = clients[0]->server_info();
+    facts.model = info.model_name;
+    facts.vocab = config.vocab.value_or(static_cast<int>(info.vocab_size));
+    facts.max_context = info.max_context;
+  }
+  if (facts.max_context > 0 &&
+      static_cast<uint32_t>(config.input_len + config.output_len) > facts.max_context) {
     return make_error(Errc::kInvalidArgument,
                       "input {} + output {} tokens exceed the server's context of {}",
-                      config.input_len, config.output_len, info.max_context);
+                      config.input_len, config.output_len, facts.max_context);
   }
-  // Plain ids: skip the lowest ids (bos/eos/pad in small vocabularies) and
-  // the added special tokens at the top of large ones.
-  const int32_t vocab = static_cast<int32_t>(info.vocab_size);
-  const int32_t low = vocab > 4096 ? 1000 : 3;
-  const int32_t high = vocab > 4096 ? std::min<int32_t>(vocab, 150000) : vocab;
-  if (high <= low) return make_error(Errc::kUnsupported, "vocabulary of {} is too small", vocab);
+  const IdRange ids = token_id_range(facts.vocab);
+  if (ids.empty()) {
+    return make_error(Errc::kUnsupported, "vocabulary of {} is too small", facts.vocab);
+  }
+  const int32_t low = ids.low;
+  const int32_t high = ids.high;
 
   Transports transports(config, clients, http);
   RS_TRY_STATUS(
@@ -258,10 +317,20 @@ Expected<Report> run_benchmark(const Config& config) {
   const auto warm_prompts = make_prompts(config.warmup, config.input_len, low, high, ~config.seed);
   for (const auto& p : warm_prompts) {
     RequestRecord r = transports.run(0, p, SteadyClock::now());
-    if (!r.ok) return make_error(Errc::kUnavailable, "warm-up request failed: {}", r.error);
+    if (!r.ok) {
+      return make_error(Errc::kUnavailable, "warm-up request failed: {}{}", r.error,
+                        socket_less ? fmt::format(" (prompt ids come from a vocabulary of {} ({}); "
+                                                  "--vocab sets it)",
+                                                  facts.vocab, facts.vocab_from)
+                                    : "");
+    }
   }
 
-  auto before = clients[0]->stats();
+  auto server_stats = [&clients]() -> Expected<ringserve::ServerStats> {
+    if (clients.empty()) return make_error(Errc::kUnsupported, "no socket: no server stats");
+    return clients[0]->stats();
+  };
+  auto before = server_stats();
   const auto prompts = make_prompts(total, config.input_len, low, high, config.seed);
   std::vector<RequestRecord> records(static_cast<size_t>(total));
   const double cpu_before = cpu_seconds();
@@ -309,10 +378,15 @@ Expected<Report> run_benchmark(const Config& config) {
         cpu_s * 1e6 / static_cast<double>(report.summary.output_tokens);
   }
   report.machine = machine_json();
-  report.server["model"] = info.model_name;
-  if (auto after = clients[0]->stats()) {
+  report.server["model"] = facts.model;
+  if (socket_less) {
+    report.server["facts_from"] = "GET /v1/models";
+    report.server["prompt_vocab"] = facts.vocab;
+    report.server["prompt_vocab_from"] = facts.vocab_from;
+  }
+  if (auto after = server_stats()) {
     report.server = stats_json(*after);
-    report.server["model"] = info.model_name;
+    report.server["model"] = facts.model;
     // This run's steps only: the server's counters are cumulative.
     if (before && before->batch_size_histogram.size() == after->batch_size_histogram.size()) {
       std::vector<uint64_t> delta = after->batch_size_histogram;

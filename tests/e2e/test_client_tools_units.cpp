@@ -1,6 +1,8 @@
 // ringctl's reasoning view and ringbench's statistics, on their own.
 #include <gmock/gmock.h>
 
+#include <nlohmann/json.hpp>
+
 #include "compare.h"
 #include "reasoning_view.h"
 #include "results.h"
@@ -11,6 +13,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string joined(const std::vector<ringctl::ReasoningView::Piece>& pieces, bool reasoning) {
   std::string out;
@@ -106,6 +109,152 @@ TEST(RingbenchCompare, RatiosAndRejectedFiles) {
   EXPECT_THAT(out, HasSubstr("1.50x +"));
   EXPECT_THAT(out, HasSubstr("0.50x +"));
   EXPECT_FALSE(ringbench::load_report("/nonexistent/file.json"));
+  // No server timings on one side (another server): no number, no ratio.
+  a.summary.queue_ms = ringbench::distribution({2.0});
+  b.summary.queue_ms = ringbench::Distribution{};
+  const std::string untimed =
+      ringbench::format_comparison(ringbench::report_json(a), ringbench::report_json(b), "a", "b");
+  EXPECT_THAT(untimed, HasSubstr("queue p50 (ms)                  2.00               -         -"));
+}
+
+TEST(RingbenchWorkload, IdRangeSkipsSpecialIds) {
+  EXPECT_THAT(ringbench::token_id_range(1024).low, Eq(3));
+  EXPECT_THAT(ringbench::token_id_range(1024).high, Eq(1024));
+  EXPECT_THAT(ringbench::token_id_range(32000).low, Eq(1000));
+  EXPECT_THAT(ringbench::token_id_range(32000).high, Eq(32000));
+  EXPECT_THAT(ringbench::token_id_range(151936).high, Eq(150000));
+  EXPECT_TRUE(ringbench::token_id_range(3).empty());
+  EXPECT_TRUE(ringbench::token_id_range(-5).empty());
+}
+
+TEST(RingbenchOpenAi, ModelFactsFromTheServersModelLists) {
+  // ringserve / vLLM: max_model_len.
+  auto ours = ringbench::parse_models(
+      R"({"object":"list","data":[{"id":"tiny","object":"model","max_model_len":512}]})");
+  ASSERT_TRUE(ours);
+  EXPECT_THAT(ours->id, Eq("tiny"));
+  EXPECT_THAT(ours->max_context, Eq(512));
+  EXPECT_FALSE(ours->vocab_size);
+  // llama.cpp: meta.n_vocab.
+  auto llama = ringbench::parse_models(
+      R"({"data":[{"id":"m.gguf","meta":{"n_vocab":151936,"n_ctx_train":32768}}]})");
+  ASSERT_TRUE(llama);
+  EXPECT_THAT(llama->vocab_size, Eq(151936));
+  EXPECT_FALSE(llama->max_context);
+  auto explicit_vocab = ringbench::parse_models(R"({"data":[{"id":"a","vocab_size":1024}]})");
+  ASSERT_TRUE(explicit_vocab);
+  EXPECT_THAT(explicit_vocab->vocab_size, Eq(1024));
+  for (const char* bad : {"", "not json", "[]", R"({"data":[]})", R"({"data":[{"id":""}]})",
+                          R"({"data":[{"object":"model"}]})"}) {
+    EXPECT_FALSE(ringbench::parse_models(bad)) << bad;
+  }
+}
+
+TEST(RingbenchOpenAi, RequestBodyNamesTheModelOnlyWhenKnown) {
+  const auto ours = nlohmann::json::parse(ringbench::completion_request_body({5, 6}, 8, ""));
+  EXPECT_THAT(ours["prompt"], Eq(nlohmann::json({5, 6})));
+  EXPECT_THAT(ours["max_tokens"], Eq(8));
+  EXPECT_THAT(ours["ignore_eos"], Eq(true));
+  EXPECT_THAT(ours["stream"], Eq(true));
+  EXPECT_THAT(ours["return_token_ids"], Eq(true));
+  EXPECT_FALSE(ours.contains("model"));
+  EXPECT_FALSE(ours.contains("stream_options"));
+  const auto any = nlohmann::json::parse(ringbench::completion_request_body({5}, 3, "llama"));
+  EXPECT_THAT(any["model"], Eq("llama"));
+  EXPECT_THAT(any["stream_options"]["include_usage"], Eq(true));
+  EXPECT_THAT(any["ignore_eos"], Eq(true));
+}
+
+// Feeds a whole SSE stream (in awkward pieces) and finishes it.
+ringbench::RequestRecord read_stream(const std::string& sse, int expected) {
+  ringbench::RequestRecord record;
+  const auto t0 = std::chrono::steady_clock::now();
+  ringbench::CompletionStreamReader reader(record, t0);
+  for (size_t i = 0; i < sse.size(); i += 7) {
+    reader.feed(std::string_view(sse).substr(i, 7), t0 + std::chrono::milliseconds(i));
+  }
+  reader.finish(expected);
+  return record;
+}
+
+TEST(RingbenchOpenAi, CountsTokenIdsAndReadsRingserveTimings) {
+  const std::string sse =
+      "data: {\"choices\":[{\"text\":\"a\",\"token_ids\":[1,2]}]}\n\n"
+      "data: {\"choices\":[{\"text\":\"\",\"token_ids\":[3]}]}\n\n"
+      "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}],"
+      "\"timings\":{\"queue_ms\":1,\"prefill_ms\":2,\"first_token_ms\":3,\"total_ms\":9}}\n\n"
+      "data: [DONE]\n\n";
+  ringbench::RequestRecord r = read_stream(sse, 3);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_THAT(r.output_tokens, Eq(3));
+  EXPECT_THAT(r.token_count, Eq(ringbench::TokenCount::kTokenIds));
+  EXPECT_THAT(r.itl_ms.size(), Eq(2u));
+  EXPECT_TRUE(r.has_server_timings);
+  EXPECT_DOUBLE_EQ(r.server_total_ms, 9);
+  EXPECT_FALSE(read_stream(sse, 4).ok);  // exact lengths are checked
+}
+
+TEST(RingbenchOpenAi, UsageCountsWhenThereAreNoIdsAndForeignTimingsAreIgnored) {
+  // CRLF line ends, as some servers send; llama.cpp-style timings.
+  const std::string sse =
+      "data: {\"choices\":[{\"text\":\"ab\"}]}\r\n\r\n"
+      "data: {\"choices\":[{\"text\":\"c\",\"finish_reason\":\"length\"}],"
+      "\"timings\":{\"prompt_ms\":4,\"predicted_ms\":8}}\r\n\r\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\r\n\r\n"
+      "data: [DONE]\r\n\r\n";
+  ringbench::RequestRecord r = read_stream(sse, 3);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_THAT(r.token_count, Eq(ringbench::TokenCount::kUsage));
+  EXPECT_THAT(r.output_tokens, Eq(3));
+  EXPECT_FALSE(r.has_server_timings);
+}
+
+TEST(RingbenchOpenAi, ChunksCountWithNeitherAndEarlyStopsFail) {
+  const std::string sse =
+      ": keep-alive\n\n"
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+      "data: {\"choices\":[{\"text\":\"b\"}]}\n\n"
+      "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}]}\n\n"
+      "data: [DONE]\n\n";
+  ringbench::RequestRecord r = read_stream(sse, 3);  // approximate: not held to the length
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_THAT(r.token_count, Eq(ringbench::TokenCount::kChunks));
+  EXPECT_THAT(r.output_tokens, Eq(2));
+
+  ringbench::RequestRecord stopped = read_stream(
+      "data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", 3);
+  EXPECT_FALSE(stopped.ok);
+  EXPECT_THAT(stopped.error, HasSubstr("ignore_eos"));
+  EXPECT_THAT(read_stream("data: {\"choices\":[{\"text\":\"a\"}]}\n\n", 1).error,
+              HasSubstr("[DONE]"));
+  EXPECT_THAT(read_stream("data: {\"error\":{\"message\":\"no\"}}\n\ndata: [DONE]\n\n", 1).error,
+              HasSubstr("stream error"));
+}
+
+TEST(RingbenchOpenAi, TablesSayNotAvailableWithoutServerTimings) {
+  ringbench::RequestRecord ok;
+  ok.ok = true;
+  ok.output_tokens = 4;
+  ok.token_count = ringbench::TokenCount::kUsage;
+  ringbench::Report r;
+  r.config.transport = ringbench::Transport::kHttp;
+  r.summary = ringbench::summarize({ok}, 1.0);
+  r.server = {{"model", "m"},
+              {"facts_from", "GET /v1/models"},
+              {"prompt_vocab", 32000},
+              {"prompt_vocab_from", "default"}};
+  EXPECT_THAT(r.summary.token_count, Eq("usage"));
+  EXPECT_THAT(ringbench::report_json(r)["results"]["token_count"], Eq("usage"));
+  const std::string table = ringbench::format_table(r);
+  EXPECT_THAT(table, HasSubstr("queue (server)           n/a"));
+  EXPECT_THAT(table, HasSubstr("counted from: usage"));
+  EXPECT_THAT(table, HasSubstr("vocabulary of 32000 (default)"));
+  EXPECT_THAT(ringbench::format_transport_table({r}), HasSubstr("n/a"));
+
+  // With the server's timings (ringserve), numbers as before.
+  ok.has_server_timings = true;
+  r.summary = ringbench::summarize({ok}, 1.0);
+  EXPECT_THAT(ringbench::format_table(r), Not(HasSubstr("n/a")));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // they print, not just that they exit.
 #include <gmock/gmock.h>
 
+#include <regex>
+
 #include <nlohmann/json.hpp>
 
 #include "served_model.h"
@@ -11,11 +13,13 @@ namespace {
 
 using ::testing::Eq;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ToolsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServedModel({"--max-batch", "4", "--batch-window-ms", "300"});
+    server_ =
+        new ServedModel({"--max-batch", "4", "--batch-window-ms", "300", "--http", "127.0.0.1:0"});
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -34,6 +38,13 @@ class ToolsTest : public ::testing::Test {
                                      server_->socket(), "--no-progress"};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(std::move(argv), server_->dir());
+  }
+  // HOST:PORT of the server's HTTP API (port 0: the kernel's pick, logged).
+  std::string http_address() {
+    std::smatch m;
+    const std::string log = server_->log();
+    if (!std::regex_search(log, m, std::regex(R"(HTTP API listening on (\S+:\d+))"))) return "";
+    return m[1];
   }
   static inline ServedModel* server_ = nullptr;
 };
@@ -132,6 +143,54 @@ TEST_F(ToolsTest, RingbenchRefusesWhatTheServerCannotHold) {
   RunResult r = ringbench({"--input-len", "500", "--output-len", "100"});
   EXPECT_THAT(r.status, Eq(1));
   EXPECT_THAT(r.err, HasSubstr("context"));
+}
+
+TEST_F(ToolsTest, RingbenchOverHttpNeedsNoSocket) {
+  const std::string address = http_address();
+  ASSERT_FALSE(address.empty()) << server_->log();
+  const std::string json = (server_->dir() / "http-only.json").string();
+  // As against any OpenAI-compatible server: no socket to reach.
+  RunResult r = run({testing::binary_path("ringbench").string(),
+                     "--socket",
+                     (server_->dir() / "nobody.sock").string(),
+                     "--no-progress",
+                     "--transport",
+                     "http",
+                     "--http",
+                     address,
+                     "--vocab",
+                     "1024",
+                     "--input-len",
+                     "8",
+                     "--output-len",
+                     "4",
+                     "--concurrency",
+                     "2",
+                     "--requests",
+                     "4",
+                     "--json",
+                     json},
+                    server_->dir());
+  ASSERT_THAT(r.status, Eq(0)) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no ringserve socket"));
+  EXPECT_THAT(r.out, HasSubstr("4 ok, 0 failed"));
+  EXPECT_THAT(r.out, HasSubstr("counted from: token_ids"));
+  nlohmann::json j = nlohmann::json::parse(testing::read_file(json), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_THAT(j["results"]["output_tokens"], Eq(16));
+  EXPECT_THAT(j["results"]["token_count"], Eq("token_ids"));
+  EXPECT_THAT(j["server"]["facts_from"], Eq("GET /v1/models"));
+  EXPECT_FALSE(j["server"]["model"].get<std::string>().empty());
+  EXPECT_FALSE(j["server"].contains("batch_size_histogram"));
+
+  // --no-socket does not try it; the context from /v1/models is still checked.
+  RunResult big = run(
+      {testing::binary_path("ringbench").string(), "--no-socket", "--no-progress", "--transport",
+       "http", "--http", address, "--vocab", "1024", "--input-len", "500", "--output-len", "100"},
+      server_->dir());
+  EXPECT_THAT(big.status, Eq(1));
+  EXPECT_THAT(big.err, HasSubstr("context"));
+  EXPECT_THAT(big.err, Not(HasSubstr("no ringserve socket")));
 }
 
 }  // namespace
