@@ -28,6 +28,24 @@ struct DeviceLinear {
   kernels::GemvConfig gemv;  // decode launch shape (gemv_tuning.h picks it)
 };
 
+// The launch arguments of a decode GEMV over `l`: out = epi(l · x) for
+// `batch` rows of x. The launch shape (l.gemv) is the caller's to pass.
+inline kernels::GemvArgs gemv_args(const DeviceLinear& l, const __nv_bfloat16* x, int batch,
+                                   void* out, kernels::GemvEpilogue epi, bool pdl = false) {
+  kernels::GemvArgs a;
+  a.pdl = pdl;
+  a.w = l.q;
+  a.scale = l.scale;
+  a.bias = l.bias;
+  a.rows = l.rows;
+  a.cols = l.cols;
+  a.x = x;
+  a.batch = batch;
+  a.out = out;
+  a.epilogue = epi;
+  return a;
+}
+
 struct DeviceLayer {
   const float* input_norm = nullptr;
   const float* post_attention_norm = nullptr;

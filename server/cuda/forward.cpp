@@ -15,26 +15,6 @@ namespace ringserve::cuda {
 using kernels::GemvArgs;
 using kernels::GemvEpilogue;
 
-namespace {
-
-GemvArgs gemv_args(const DeviceLinear& l, const __nv_bfloat16* x, int batch, void* out,
-                   GemvEpilogue epi, bool pdl = false) {
-  GemvArgs a;
-  a.pdl = pdl;
-  a.w = l.q;
-  a.scale = l.scale;
-  a.bias = l.bias;
-  a.rows = l.rows;
-  a.cols = l.cols;
-  a.x = x;
-  a.batch = batch;
-  a.out = out;
-  a.epilogue = epi;
-  return a;
-}
-
-}  // namespace
-
 Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream) {
   const auto& c = m_.config();
   // The head's input goes in as two bf16 halves (hi + lo rows): one bf16

@@ -38,17 +38,7 @@ int out_cols(const Family& f) {
 }
 
 GemvArgs args_for(const Family& f, const DeviceLinear& m, int batch) {
-  GemvArgs a;
-  a.w = m.q;
-  a.scale = m.scale;
-  a.bias = m.bias;
-  a.rows = m.rows;
-  a.cols = m.cols;
-  a.x = f.x;
-  a.batch = batch;
-  a.epilogue = f.epi;
-  a.out = f.out;
-  return a;
+  return gemv_args(m, f.x, batch, f.out, f.epi);
 }
 
 // Median time of a few launches that rotate over every layer's copy of the
