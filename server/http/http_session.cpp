@@ -257,7 +257,7 @@ void HttpSession::on_done(serve::Completion done) {
   if (!generation_ || generation_->id != done.id) return;
   auto log = log::get("http");
   log->debug("req={} done reason={} completion_tokens={}", generation_->call->request.log_id,
-             finish_reason_name(done.reason), done.completion_tokens);
+             serve::finish_reason_name(done.reason), done.completion_tokens);
   if (closed_) {
     generation_.reset();
     return;

@@ -37,20 +37,6 @@ json bytes_of(const std::string& s) {
 
 }  // namespace
 
-const char* finish_reason_name(serve::FinishReason reason) {
-  switch (reason) {
-    case serve::FinishReason::kStop:
-      return "stop";
-    case serve::FinishReason::kLength:
-      return "length";
-    case serve::FinishReason::kCancelled:
-      return "cancelled";
-    case serve::FinishReason::kError:
-      return "error";
-  }
-  return "stop";
-}
-
 ResponseBuilder::ResponseBuilder(const ApiCall& call, std::string model, uint64_t request_id,
                                  int64_t created, const tokenizer::Tokenizer* tokenizer)
     : call_(call),
@@ -175,12 +161,12 @@ std::string ResponseBuilder::stream_end(const serve::Completion& done) {
     chunk["choices"] = json::array({{{"index", 0},
                                      {"delta", d},
                                      {"logprobs", nullptr},
-                                     {"finish_reason", finish_reason_name(done.reason)}}});
+                                     {"finish_reason", serve::finish_reason_name(done.reason)}}});
   } else {
     chunk["choices"] = json::array({{{"index", 0},
                                      {"text", ""},
                                      {"logprobs", nullptr},
-                                     {"finish_reason", finish_reason_name(done.reason)}}});
+                                     {"finish_reason", serve::finish_reason_name(done.reason)}}});
   }
   chunk["timings"] = timings_json(done);
   out += sse(chunk);
@@ -230,16 +216,18 @@ std::string ResponseBuilder::body(const serve::Completion& done) {
           reasoning_text_.empty() ? json(nullptr) : json(reasoning_text_);
     }
     response["object"] = "chat.completion";
-    response["choices"] = json::array({{{"index", 0},
-                                        {"message", message},
-                                        {"logprobs", logprobs},
-                                        {"finish_reason", finish_reason_name(done.reason)}}});
+    response["choices"] =
+        json::array({{{"index", 0},
+                      {"message", message},
+                      {"logprobs", logprobs},
+                      {"finish_reason", serve::finish_reason_name(done.reason)}}});
   } else {
     response["object"] = "text_completion";
-    response["choices"] = json::array({{{"index", 0},
-                                        {"text", text_},
-                                        {"logprobs", logprobs},
-                                        {"finish_reason", finish_reason_name(done.reason)}}});
+    response["choices"] =
+        json::array({{{"index", 0},
+                      {"text", text_},
+                      {"logprobs", logprobs},
+                      {"finish_reason", serve::finish_reason_name(done.reason)}}});
   }
   if (call_.return_token_ids) response["choices"][0]["token_ids"] = token_ids_;
   response["usage"] = usage_json(done);

@@ -55,6 +55,4 @@ class ResponseBuilder {
   size_t text_offset_ = 0;
 };
 
-const char* finish_reason_name(serve::FinishReason reason);
-
 }  // namespace ringserve::http

@@ -18,6 +18,9 @@ using Clock = std::chrono::steady_clock;
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
 
+// "stop", "length", "cancelled", "error": for logs and OpenAI's finish_reason.
+const char* finish_reason_name(FinishReason reason);
+
 struct StopCriteria {
   int max_new_tokens = 256;
   std::vector<std::string> stop_strings;

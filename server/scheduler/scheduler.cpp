@@ -8,9 +8,8 @@
 #include "util/log.h"
 
 namespace ringserve::serve {
-namespace {
 
-const char* reason_name(FinishReason reason) {
+const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop:
       return "stop";
@@ -23,6 +22,8 @@ const char* reason_name(FinishReason reason) {
   }
   return "?";
 }
+
+namespace {
 
 std::chrono::microseconds micros(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::microseconds>(d);
@@ -257,7 +258,7 @@ void Scheduler::finish(std::unique_ptr<LiveRequest> ended, FinishReason reason,
   const Completion c = live.finish(reason, now, std::move(error));
   ++finished_count_;
   log::get("batch")->debug("req={} done: {} after {} tokens, queue {} us, ttft {} us, total {} us",
-                           live.log_id(), reason_name(reason), c.completion_tokens,
+                           live.log_id(), finish_reason_name(reason), c.completion_tokens,
                            c.timings.queue.count(), c.timings.first_token.count(),
                            c.timings.total.count());
   {
