@@ -1,7 +1,5 @@
 #include "rope_kv.h"
 
-#include <cmath>
-
 #include "cuda_check.h"
 
 namespace ringserve::kernels {
@@ -19,15 +17,6 @@ Status check(const RopeKvArgs& a, int ld_qkv) {
 }
 
 }  // namespace
-
-std::vector<float> rope_inv_freq(int head_dim, double theta) {
-  std::vector<float> f(head_dim / 2);
-  for (int i = 0; i < head_dim / 2; ++i) {
-    const auto exact = static_cast<float>(1.0 / std::pow(theta, (2.0 * i) / head_dim));
-    f[i] = __bfloat162float(__float2bfloat16_rn(exact));
-  }
-  return f;
-}
 
 Status rope_kv_write(const float* qkv, int ld_qkv, const RopeKvArgs& args, cudaStream_t stream) {
   RS_TRY_STATUS(check(args, ld_qkv));

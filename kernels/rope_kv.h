@@ -26,7 +26,7 @@ struct RopeKvArgs {
   int head_dim = 0;  // even
   float rope_theta = 10000.0f;
   // Device table [head_dim / 2] of bf16-rounded inverse frequencies, from
-  // rope_inv_freq() uploaded once at start-up. Null: every block computes
+  // model::rope_inv_freq() uploaded once at start-up. Null: every block computes
   // them (double pow per entry; the slower path, same values).
   const float* inv_freq = nullptr;
   const int32_t* positions = nullptr;  // [ntok]
@@ -41,10 +41,6 @@ struct RopeKvArgs {
 };
 
 #ifndef __CUDACC__
-// The inverse frequencies theta^(-2i/head_dim), i < head_dim / 2, rounded to
-// bf16 exactly as the CPU engine does (server/engine/rope.cpp).
-std::vector<float> rope_inv_freq(int head_dim, double theta);
-
 // Decode: qkv already holds acc * scale + bias (the GEMV epilogue did it).
 Status rope_kv_write(const float* qkv, int ld_qkv, const RopeKvArgs& args, cudaStream_t stream);
 

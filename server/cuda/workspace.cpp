@@ -4,6 +4,7 @@
 
 #include "attention.h"
 #include "cuda_check.h"
+#include "model/rope_frequencies.h"
 #include "rope_kv.h"
 
 namespace ringserve::cuda {
@@ -66,7 +67,7 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
   // Once, at start-up: the split counters start at zero (each merge resets
   // its own), and the RoPE frequencies are the CPU engine's bf16 values.
   CUDA_CHECK(cudaMemset(w.split_counters, 0, 4 * B * c.num_kv_heads));
-  const std::vector<float> inv_freq = kernels::rope_inv_freq(c.head_dim, c.rope_theta);
+  const std::vector<float> inv_freq = model::rope_inv_freq(c.head_dim, c.rope_theta);
   CUDA_CHECK(
       cudaMemcpy(w.rope_inv_freq, inv_freq.data(), 4 * inv_freq.size(), cudaMemcpyHostToDevice));
 

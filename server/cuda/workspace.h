@@ -66,7 +66,7 @@ struct Workspace {
   float* partial_o = nullptr;       // decode attention splits
   float* partial_ml = nullptr;
   int* split_counters = nullptr;   // [max_batch][kv_heads], zeroed once; fused attention
-  float* rope_inv_freq = nullptr;  // [head_dim / 2], kernels::rope_inv_freq()
+  float* rope_inv_freq = nullptr;  // [head_dim / 2], model::rope_inv_freq()
   float* scores = nullptr;         // prefill attention
   __nv_bfloat16* probs = nullptr;
   void** pointers = nullptr;         // prefill attention GEMM pointer tables

@@ -2,17 +2,13 @@
 
 #include <cmath>
 
-#include "model/weights.h"
+#include "model/rope_frequencies.h"
 
 namespace ringserve::engine::cpu {
 
 RopeTable::RopeTable(int head_dim, double theta, int max_positions)
     : half_(head_dim / 2), max_positions_(max_positions) {
-  std::vector<float> inv_freq(half_);
-  for (int i = 0; i < half_; ++i) {
-    const auto exact = static_cast<float>(1.0 / std::pow(theta, (2.0 * i) / head_dim));
-    inv_freq[i] = model::bf16_to_float(model::float_to_bf16(exact));
-  }
+  const std::vector<float> inv_freq = model::rope_inv_freq(head_dim, theta);
   cos_.resize(static_cast<size_t>(max_positions) * half_);
   sin_.resize(cos_.size());
   for (int p = 0; p < max_positions; ++p) {

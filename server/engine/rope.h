@@ -1,12 +1,6 @@
 // Rotary position embedding, Hugging Face Qwen2 convention ("rotate half"):
-// the pair (x[i], x[i + d/2]) is rotated by pos * inv_freq[i], with
-// inv_freq[i] = theta^(-2i/d) rounded to bf16.
-//
-// The bf16 rounding is deliberate: transformers keeps inv_freq as a float
-// buffer that is cast with the model, so a bf16 checkpoint (every model we
-// serve, and the reference that produced tests/fixtures/*/golden.json) runs
-// with bf16 frequencies. Using exact frequencies instead moves logits by up
-// to 4e-3 at position 64 on the fixtures. Other backends must do the same.
+// the pair (x[i], x[i + d/2]) is rotated by pos * inv_freq[i], with the
+// bf16-rounded frequencies of model/rope_frequencies.h.
 #pragma once
 
 #include <vector>

@@ -9,6 +9,7 @@
 #include "epilogue.h"
 #include "gemm_cublas.h"
 #include "gemv_w8a16.h"
+#include "model/rope_frequencies.h"
 #include "norm.h"
 #include "quantize.h"
 #include "reference.h"
@@ -147,7 +148,7 @@ void check_rope(const RopeCase& rc, bool raw_input, bool table = false) {
   a.v_cache = bf(vc);
   a.k_out = bf(kout);
   a.v_out = bf(vout);
-  DeviceBuffer<float> dfreq(kernels::rope_inv_freq(rc.D, 10000.0));
+  DeviceBuffer<float> dfreq(model::rope_inv_freq(rc.D, 10000.0));
   if (table) a.inv_freq = dfreq.get();
   if (raw_input) {
     ASSERT_TRUE(kernels::rope_kv_write(dq.get(), width, dscale.get(), dbias.get(), a, nullptr));
@@ -217,9 +218,9 @@ TEST(RopeKv, PrecomputedFrequencyTableMatchesInKernelOnes) {
 }
 
 TEST(RopeKv, FrequencyTableMatchesCpuEngineRule) {
-  // server/engine/rope.cpp: bf16(float(1 / theta^(2i/d))).
+  // The rule both engines use: bf16(float(1 / theta^(2i/d))).
   for (double theta : {10000.0, 1000000.0}) {
-    auto f = kernels::rope_inv_freq(128, theta);
+    auto f = model::rope_inv_freq(128, theta);
     ASSERT_EQ(f.size(), 64u);
     for (int i = 0; i < 64; ++i) {
       const auto exact = static_cast<float>(1.0 / std::pow(theta, (2.0 * i) / 128));

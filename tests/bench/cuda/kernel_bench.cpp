@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "gemm_cublas.h"
 #include "gemv_w8a16.h"
+#include "model/rope_frequencies.h"
 #include "norm.h"
 #include "quantize.h"
 #include "rope_kv.h"
@@ -255,7 +256,7 @@ void misc_bench(const Ceilings& c) {
     void* dslot = dmalloc(4);
     check(cudaMemcpy(dpos, pos.data(), 4, cudaMemcpyHostToDevice), "pos");
     check(cudaMemcpy(dslot, slot.data(), 4, cudaMemcpyHostToDevice), "slot");
-    const auto freq = kernels::rope_inv_freq(D, 1000000.0);
+    const auto freq = model::rope_inv_freq(D, 1000000.0);
     void* dfreq = dmalloc(4 * freq.size());
     check(cudaMemcpy(dfreq, freq.data(), 4 * freq.size(), cudaMemcpyHostToDevice), "freq");
     void* qo = dmalloc(2 * NH * D);
