@@ -28,6 +28,8 @@
 #include "ipc/options.h"
 #include "ipc/server.h"
 #include "model/loader.h"
+#include "offload/byte_size.h"
+#include "offload/strategy.h"
 #include "preflight/startup.h"
 #include "scheduler/options.h"
 #include "scheduler/scheduler.h"
@@ -45,6 +47,10 @@ struct ServeArgs {
   int io_threads = 1;
   int max_context = 0;
   int64_t kv_blocks = 0;
+  std::string gpu_memory;  // "" or a size, e.g. 8GiB
+  std::string offload = "auto";
+  int ring_slots = 2;
+  std::string pipeline = "graphs";
   log::Options log;
   serve::SchedulerOptions scheduler;
   ipc::ServerOptions ipc;
@@ -150,15 +156,11 @@ Status serve(ServeArgs& args) {
   engine_options.max_context = args.max_context;
   engine_options.kv_blocks = args.kv_blocks;
   engine_options.threads = args.threads;
-
-  model::LoadStats load_stats;
-  model::LoadOptions load_options;
-  load_options.threads = args.threads;
-  load_options.stats = &load_stats;
-  model::ModelWeights weights = RS_TRY(model::load_model(args.model, load_options));
-  const std::string model_name = weights.config.name;
-  log->info("model {} loaded ({}, {:.2f} s, {:.2f} GB/s)", weights.config.name, load_stats.format,
-            load_stats.seconds, load_stats.gb_per_s());
+  if (!args.gpu_memory.empty())
+    engine_options.gpu_memory_bytes = RS_TRY(offload::parse_byte_size(args.gpu_memory));
+  engine_options.offload = RS_TRY(offload::parse_offload_mode(args.offload));
+  engine_options.ring_slots = args.ring_slots;
+  engine_options.pipeline = RS_TRY(engine::parse_pipeline(args.pipeline));
 
   std::shared_ptr<const tokenizer::Tokenizer> tok = RS_TRY(find_tokenizer(args));
   if (tok) {
@@ -167,9 +169,19 @@ Status serve(ServeArgs& args) {
     log->info("no tokenizer: token-id prompts only, events carry no text");
   }
 
+  model::LoadStats load_stats;
+  model::LoadOptions load_options;
+  load_options.threads = args.threads;
+  load_options.stats = &load_stats;
   std::unique_ptr<engine::Engine> engine =
-      RS_TRY(engine::create_engine(engine_options, std::move(weights)));
+      RS_TRY(engine::load_engine(engine_options, args.model, load_options));
   const engine::EngineInfo& info = engine->info();
+  const std::string model_name = info.model_name;
+  log->info("model {} loaded in {:.2f} s", model_name,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  if (!load_stats.format.empty())
+    log->info("weights read as {} in {:.2f} s ({:.2f} GB/s)", load_stats.format, load_stats.seconds,
+              load_stats.gb_per_s());
   const engine::KvUsage kv = engine->kv_usage();
   log->info("engine {}: max batch {}, context {}, KV {} blocks of {} tokens", info.backend,
             info.max_batch, info.max_context, kv.blocks_total, kv.block_tokens);
@@ -264,6 +276,23 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   sub->add_flag("--log-json", args->log.json, "One JSON object per log line");
+  sub->add_option("--gpu-memory", args->gpu_memory,
+                  "Cap on what the CUDA engine allocates on the GPU, e.g. 8GiB; layers that do "
+                  "not fit stay in pinned host memory (default: no cap)");
+  sub->add_option("--offload", args->offload,
+                  "How offloaded layers reach the GPU: stream (copied ahead through a ring), "
+                  "zerocopy (read in place) or auto (measured at start-up)")
+      ->check(CLI::IsMember({"stream", "zerocopy", "auto"}))
+      ->capture_default_str();
+  sub->add_option("--ring-slots", args->ring_slots,
+                  "--offload stream: layer buffers in the device ring (2: double, 3: triple)")
+      ->check(CLI::Range(2, 4))
+      ->capture_default_str();
+  sub->add_option("--pipeline", args->pipeline,
+                  "Host-device pipeline (CUDA): naive (pageable, synchronous, no graphs), pinned, "
+                  "async (overlapped copies) or graphs (async + CUDA graphs)")
+      ->check(CLI::IsMember({"naive", "pinned", "async", "graphs"}))
+      ->capture_default_str();
   serve::add_scheduler_flags(*sub, args->scheduler);
   ipc::add_cli_flags(*sub, args->ipc);
   preflight::add_startup_flags(*sub, args->preflight);

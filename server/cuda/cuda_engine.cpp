@@ -2,18 +2,25 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <unordered_set>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "attention.h"
+#include "cuda/checkpoint_loader.h"
 #include "cuda/device_model.h"
 #include "cuda/forward.h"
 #include "cuda/gemv_tuning.h"
 #include "cuda/kv_blocks.h"
+#include "cuda/layer_streamer.h"
+#include "cuda/link_probe.h"
 #include "cuda/workspace.h"
 #include "cuda_check.h"
+#include "offload/auto_choice.h"
+#include "offload/footprint.h"
+#include "offload/plan.h"
 #include "util/log.h"
 
 namespace ringserve::cuda {
@@ -42,12 +49,25 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
     if (stream_) cudaStreamDestroy(stream_);
   }
 
+  // Builds the model on the GPU once the placement is known.
+  using ModelMaker = std::function<Expected<DeviceModel>(
+      bool resident_bf16, const WeightPlacement& placement, cudaStream_t stream)>;
   static Expected<std::unique_ptr<CudaEngine>> create(const engine::EngineOptions& options,
-                                                      model::ModelWeights weights,
+                                                      const model::ModelConfig& config,
+                                                      const ModelMaker& make_model,
                                                       const CudaTuning& tuning);
 
   const engine::EngineInfo& info() const override { return info_; }
   const CudaEngineStats& stats() const override { return stats_; }
+  void set_upload(const UploadStats& up) {
+    stats_.upload_seconds = up.seconds;
+    stats_.upload_bytes = up.bytes;
+  }
+  void set_load(const CheckpointLoadStats& st) {
+    stats_.load_bytes = st.bytes;
+    stats_.load_seconds = st.seconds;
+    stats_.load_method = st.method;
+  }
   Expected<std::vector<float>> last_logits(int row) const override {
     if (row < 0 || row >= limits_.max_batch)
       return make_error(Errc::kInvalidArgument, "row {} out of range", row);
@@ -106,6 +126,15 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
   Status run_prefill(std::vector<Sequence*>& group, StepResult& result);
   Status run_decode(std::vector<Sequence*>& batch, StepResult& result);
   Status decode_graph(int batch);
+  // Uploads the step's metadata: one async copy (a graph node under
+  // graphs), or copy-then-sync for the naive and pinned pipelines.
+  Status upload_meta();
+  // Makes the sampled results readable by the host after the pass.
+  Status fetch_results();
+  static Expected<std::unique_ptr<CudaEngine>> finish_create(std::unique_ptr<CudaEngine> e,
+                                                             LayerStreamer::Mode stream_mode,
+                                                             int64_t blocks, size_t bytes_per_block,
+                                                             HostMemory host_kind);
 
   engine::EngineOptions options_;
   CudaTuning tuning_;
@@ -118,6 +147,7 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
   std::unique_ptr<Workspace> ws_;
   KvPool kv_;
   KvBlocks blocks_;
+  LayerStreamer streamer_;
   std::unique_ptr<Forward> forward_;
   std::vector<cudaGraphExec_t> graphs_;  // [batch], captured on first use
   std::vector<Sequence> seqs_;           // admission order
@@ -125,10 +155,10 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
 };
 
 Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOptions& options,
-                                                         model::ModelWeights weights,
+                                                         const model::ModelConfig& c,
+                                                         const ModelMaker& make_model,
                                                          const CudaTuning& tuning) {
   auto log = log::get("engine");
-  const auto& c = weights.config;
   RS_TRY_STATUS(c.validate());
   if (options.max_batch <= 0 || options.block_tokens <= 0)
     return make_error(Errc::kInvalidArgument, "max_batch and block_tokens must be positive");
@@ -171,33 +201,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   L.heads_per_pass = static_cast<int>(std::clamp<size_t>(
       kScoreBudget / std::max<size_t>(per_head, 1), 1, static_cast<size_t>(c.num_heads)));
 
-  size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t int8_bytes = weights.linear_bytes() + weights.embed_tokens.bf16.size() * 2;
-  bool resident = tuning.prefill_weights == CudaTuning::PrefillWeights::kResident;
-  if (tuning.prefill_weights == CudaTuning::PrefillWeights::kAuto) {
-    // Resident when the copy leaves a quarter of the card for KV and workspace.
-    resident = int8_bytes + bf16_copy_bytes(c) < free_bytes / 4 * 3;
-  }
-  UploadStats up;
-  e->model_ = std::make_unique<DeviceModel>(
-      RS_TRY(DeviceModel::upload(weights, resident, e->stream_, &up)));
-  e->stats_.upload_seconds = up.seconds;
-  e->stats_.upload_bytes = up.bytes;
-  e->stats_.weight_bytes = e->model_->device_bytes();
-  e->stats_.resident_bf16 = resident;
-  log->info("cuda: weights on the GPU: {:.2f} GB in {:.2f} s ({:.1f} GB/s), prefill weights {}",
-            e->model_->device_bytes() / 1e9, up.seconds,
-            up.seconds > 0 ? up.bytes / up.seconds / 1e9 : 0.0,
-            resident ? "resident bf16" : "dequantized per layer");
-
-  e->ws_ = std::make_unique<Workspace>(RS_TRY(Workspace::allocate(c, L, !resident)));
-  CUBLAS_CHECK(
-      cublasSetWorkspace(e->cublas_, e->ws_->cublas_workspace, e->ws_->cublas_workspace_bytes));
-  const std::string tuned = RS_TRY(tune_gemv(*e->model_, *e->ws_, e->stream_));
-  log->info("cuda: decode GEMV shapes: {}", tuned);
-
-  // KV pool.
+  // KV pool size first: the memory budget is planned around it.
   const size_t block_elems = static_cast<size_t>(c.num_kv_heads) * L.block_tokens * c.head_dim;
   const size_t bytes_per_block = block_elems * 2 /*K,V*/ * c.num_layers * sizeof(__nv_bfloat16);
   int64_t blocks = options.kv_blocks;
@@ -205,26 +209,156 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
     blocks = options.kv_budget_bytes / static_cast<int64_t>(bytes_per_block);
   if (blocks <= 0) blocks = static_cast<int64_t>(L.max_batch) * L.max_blocks_per_seq;
   if (blocks <= 0) return make_error(Errc::kInvalidArgument, "KV cache of 0 blocks");
+
+  const engine::Pipeline pipeline = options.pipeline;
+  const bool sync_pipeline =
+      pipeline == engine::Pipeline::kNaive || pipeline == engine::Pipeline::kPinned;
+  const HostMemory host_kind =
+      pipeline == engine::Pipeline::kNaive ? HostMemory::kPageable : HostMemory::kPinnedMapped;
+  log->info("cuda: pipeline {}", engine::pipeline_name(pipeline));
+
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const auto footprint = RS_TRY(offload::compute_footprint(c));
+  const size_t int8_bytes = footprint.step_weight_bytes() + footprint.embedding_bytes;
+  bool resident = tuning.prefill_weights == CudaTuning::PrefillWeights::kResident;
+  if (tuning.prefill_weights == CudaTuning::PrefillWeights::kAuto) {
+    // Resident when the copy leaves a quarter of the card for KV and
+    // workspace, and no budget asks to save memory.
+    resident =
+        options.gpu_memory_bytes == 0 && int8_bytes + bf16_copy_bytes(c) < free_bytes / 4 * 3;
+  }
+
+  WeightPlacement placement;
+  placement.host_layers = host_kind;
+  LayerStreamer::Mode stream_mode = LayerStreamer::Mode::kRing;
+  if (options.gpu_memory_bytes > 0) {
+    offload::PlanRequest req;
+    req.gpu_budget_bytes = options.gpu_memory_bytes;
+    req.kv_bytes = bytes_per_block * static_cast<uint64_t>(blocks);
+    req.workspace_bytes = Workspace::device_bytes(c, L, /*dequant_buffer=*/true);
+    req.ring_slots = options.ring_slots;
+    req.max_batch = L.max_batch;
+    offload::Plan plan;
+    offload::OffloadMode mode = options.offload;
+    if (sync_pipeline && mode != offload::OffloadMode::kStream) {
+      // Copy-sync-compute copies every streamed layer; zero-copy reads from
+      // pageable memory are impossible. The ring's slots cover its one buffer.
+      log->info("cuda: the {} pipeline copies offloaded layers (--offload {} does not apply)",
+                engine::pipeline_name(pipeline), offload::offload_mode_name(mode));
+      mode = offload::OffloadMode::kStream;
+    }
+    // Measured whatever the mode (0.1 s): auto decides by it, and the log
+    // states the link floor of the plan.
+    const auto link = RS_TRY(measure_link(e->stream_));
+    e->stats_.h2d_gbps = link.h2d_gbps;
+    e->stats_.zerocopy_gbps = link.zerocopy_gbps;
+    log->info(
+        "cuda: link: pinned host-to-device copies {:.1f} GB/s, kernel reads of mapped host "
+        "memory {:.1f} GB/s",
+        link.h2d_gbps, link.zerocopy_gbps);
+    if (mode == offload::OffloadMode::kAuto) {
+      const auto decision = RS_TRY(offload::decide_offload(footprint, req, link));
+      log->info("offload auto: {}", decision.reason);
+      plan = decision.plan;
+    } else {
+      req.strategy = mode == offload::OffloadMode::kZeroCopy ? offload::Strategy::kZeroCopy
+                                                             : offload::Strategy::kStream;
+      plan = RS_TRY(offload::make_plan(footprint, req));
+    }
+    offload::log_plan(plan);
+    e->stats_.plan_lines = plan.lines();
+    if (plan.streamed_layers() > 0) {
+      const double rate =
+          plan.strategy == offload::Strategy::kZeroCopy ? link.zerocopy_gbps : link.h2d_gbps;
+      e->stats_.plan_lines.push_back(plan.floor_line(rate, 1));
+      log->info("offload: {}", e->stats_.plan_lines.back());
+    }
+    placement.device_layers = plan.resident_layers;
+    placement.embedding_on_host = !plan.embedding_resident;
+    if (plan.streamed_layers() > 0) {
+      e->stats_.offload_strategy = offload::strategy_name(plan.strategy);
+      stream_mode = plan.strategy == offload::Strategy::kZeroCopy ? LayerStreamer::Mode::kZeroCopy
+                                                                  : LayerStreamer::Mode::kRing;
+    }
+    resident = false;
+  }
+  if (sync_pipeline) stream_mode = LayerStreamer::Mode::kSync;
+
+  e->model_ = std::make_unique<DeviceModel>(RS_TRY(make_model(resident, placement, e->stream_)));
+  resident = e->model_->resident_bf16();
+  e->stats_.weight_bytes = e->model_->device_bytes();
+  e->stats_.resident_bf16 = resident;
+  log->info("cuda: weights: {:.2f} GB on the GPU, {:.2f} GB in host memory; prefill weights {}",
+            e->model_->device_bytes() / 1e9, e->model_->host_bytes() / 1e9,
+            resident ? "resident bf16" : "dequantized per layer");
+  return finish_create(std::move(e), stream_mode, blocks, bytes_per_block, host_kind);
+}
+
+Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<CudaEngine> e,
+                                                                LayerStreamer::Mode stream_mode,
+                                                                int64_t blocks,
+                                                                size_t bytes_per_block,
+                                                                HostMemory host_kind) {
+  auto log = log::get("engine");
+  const auto& c = e->model_->config();
+  const auto& options = e->options_;
+  Limits& L = e->limits_;
+  const bool resident = e->model_->resident_bf16();
+  e->streamer_ = RS_TRY(LayerStreamer::create(*e->model_, stream_mode, options.ring_slots));
+  const int streamed = c.num_layers - e->model_->device_layers();
+  e->stats_.resident_layers = e->model_->device_layers();
+  e->stats_.streamed_layers = streamed;
+  e->stats_.streamed_bytes_per_step = e->streamer_.bytes_per_pass();
+  e->stats_.host_pinned_bytes = e->model_->host_bytes();
+
+  e->ws_ = std::make_unique<Workspace>(RS_TRY(Workspace::allocate(c, L, !resident, host_kind)));
+  CUBLAS_CHECK(
+      cublasSetWorkspace(e->cublas_, e->ws_->cublas_workspace, e->ws_->cublas_workspace_bytes));
+  if (e->tuning_.tune_gemv) {
+    const std::string tuned = RS_TRY(tune_gemv(*e->model_, *e->ws_, e->stream_));
+    log->info("cuda: decode GEMV shapes: {}", tuned);
+  }
+
   e->kv_.blocks = blocks;
+  const size_t block_elems = bytes_per_block / (2 * c.num_layers * sizeof(__nv_bfloat16));
   e->kv_.kv_stride = block_elems * blocks;
   e->kv_.layer_stride = 2 * e->kv_.kv_stride;
   e->kv_.storage = RS_TRY(DeviceBuffer::allocate(bytes_per_block * blocks, "KV cache"));
   e->blocks_ = KvBlocks(blocks);
+  e->stats_.gpu_bytes = e->model_->device_bytes() + e->streamer_.ring_bytes() +
+                        e->ws_->device.bytes() + e->ws_->meta_device.bytes() +
+                        e->ws_->results_device.bytes() + e->kv_.storage.bytes();
+  if (streamed > 0) {
+    log->info(
+        "cuda: {} of {} layers on the GPU, {} in host memory ({}, {:.2f} GB crossing the "
+        "link per step)",
+        e->model_->device_layers(), c.num_layers, streamed,
+        stream_mode == LayerStreamer::Mode::kZeroCopy ? "read in place"
+        : stream_mode == LayerStreamer::Mode::kSync   ? "copied before each layer"
+                                                      : "streamed through the ring",
+        e->stats_.streamed_bytes_per_step / 1e9);
+  }
+  if (options.gpu_memory_bytes > 0)
+    log->info("cuda: {:.2f} GB allocated on the GPU of the {:.2f} GB budget",
+              e->stats_.gpu_bytes / 1e9, options.gpu_memory_bytes / 1e9);
   int cc_major = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, options.device));
-  const bool pdl = tuning.pdl && cc_major >= 9;
-  if (tuning.pdl && !pdl) log->info("cuda: programmatic dependent launch needs sm_90; not used");
-  e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, pdl);
+  const bool pdl = e->tuning_.pdl && cc_major >= 9;
+  if (e->tuning_.pdl && !pdl)
+    log->info("cuda: programmatic dependent launch needs sm_90; not used");
+  e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, pdl,
+                                          streamed > 0 ? &e->streamer_ : nullptr);
   e->graphs_.assign(L.max_batch + 1, nullptr);
 
   e->info_.backend = "cuda";
   e->info_.model_name = c.name;
   e->info_.vocab_size = c.vocab_size;
-  e->info_.max_context = max_context;
+  e->info_.max_context = L.max_context;
   e->info_.max_batch = L.max_batch;
   e->info_.eos_token_ids = c.eos_token_ids;
   log->info("cuda: {} KV blocks of {} tokens ({:.2f} GB), max_context {}, max_batch {}", blocks,
-            L.block_tokens, bytes_per_block * blocks / 1e9, max_context, L.max_batch);
+            L.block_tokens, bytes_per_block * blocks / 1e9, L.max_context, L.max_batch);
   return e;
 }
 
@@ -304,13 +438,13 @@ Status CudaEngine::run_prefill(std::vector<Sequence*>& group, StepResult& result
     m.last_rows[i] = row - 1;
     fill_sampling(m.sampling[i], s);
   }
-  CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
-                             cudaMemcpyHostToDevice, stream_));
+  RS_TRY_STATUS(upload_meta());
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
   RS_TRY_STATUS(
       forward_->prefill(row, static_cast<int>(group.size()), start.data(), len.data(), stream_));
   CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+  RS_TRY_STATUS(fetch_results());
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_, ev_stop_));
   stats_.last_prefill_gpu_ms = ms;
@@ -321,6 +455,30 @@ Status CudaEngine::run_prefill(std::vector<Sequence*>& group, StepResult& result
     result.tokens.push_back(collect(s, static_cast<int>(i), true));
   }
   result.prefill_tokens += row;
+  return ok();
+}
+
+Status CudaEngine::upload_meta() {
+  switch (options_.pipeline) {
+    case engine::Pipeline::kNaive:  // from pageable memory: staged by the driver
+    case engine::Pipeline::kPinned:
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      CUDA_CHECK(cudaMemcpy(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
+                            cudaMemcpyHostToDevice));
+      return ok();
+    case engine::Pipeline::kAsync:
+    case engine::Pipeline::kGraphs:
+      CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
+                                 cudaMemcpyHostToDevice, stream_));
+      return ok();
+  }
+  return ok();
+}
+
+Status CudaEngine::fetch_results() {
+  if (ws_->results.pinned()) return ok();  // the sampler wrote them through the mapping
+  CUDA_CHECK(cudaMemcpy(ws_->results.host(), ws_->results_device.as(), ws_->results.bytes(),
+                        cudaMemcpyDeviceToHost));
   return ok();
 }
 
@@ -371,16 +529,16 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
     fill_sampling(m.sampling[i], s);
   }
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
-  if (tuning_.use_graphs) {
+  if (options_.pipeline == engine::Pipeline::kGraphs) {
     RS_TRY_STATUS(decode_graph(n));
     CUDA_CHECK(cudaGraphLaunch(graphs_[n], stream_));
   } else {
-    CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
-                               cudaMemcpyHostToDevice, stream_));
+    RS_TRY_STATUS(upload_meta());
     RS_TRY_STATUS(forward_->decode(n, stream_));
   }
   CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+  RS_TRY_STATUS(fetch_results());
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_, ev_stop_));
   stats_.last_decode_gpu_ms = ms;
@@ -421,13 +579,40 @@ Expected<StepResult> CudaEngine::step() {
 Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::EngineOptions& options,
                                                              model::ModelWeights weights,
                                                              const CudaTuning& tuning) {
-  auto e = RS_TRY(CudaEngine::create(options, std::move(weights), tuning));
+  UploadStats up;
+  auto make = [&](bool resident, const WeightPlacement& placement,
+                  cudaStream_t stream) -> Expected<DeviceModel> {
+    return DeviceModel::upload(weights, resident, placement, stream, &up);
+  };
+  auto e = RS_TRY(CudaEngine::create(options, weights.config, make, tuning));
+  e->set_upload(up);
   return std::unique_ptr<engine::Engine>(std::move(e));
 }
 
 Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::EngineOptions& options,
                                                              model::ModelWeights weights) {
   return create_cuda_engine(options, std::move(weights), CudaTuning{});
+}
+
+Expected<std::unique_ptr<engine::Engine>> load_cuda_engine(const engine::EngineOptions& options,
+                                                           const std::string& model_spec,
+                                                           const model::LoadOptions& load,
+                                                           const CudaTuning& tuning) {
+  std::string why;
+  auto checkpoint = RS_TRY(open_gpu_checkpoint(model_spec, &why));
+  if (!checkpoint) {
+    log::get("model")->info("{}: loaded on the host ({})", model_spec, why);
+    model::ModelWeights weights = RS_TRY(model::load_model(model_spec, load));
+    return create_cuda_engine(options, std::move(weights), tuning);
+  }
+  CheckpointLoadStats st;
+  auto make = [&](bool resident, const WeightPlacement& placement,
+                  cudaStream_t stream) -> Expected<DeviceModel> {
+    return load_checkpoint_to_device(*checkpoint, resident, placement, stream, &st);
+  };
+  auto e = RS_TRY(CudaEngine::create(options, checkpoint->config, make, tuning));
+  e->set_load(st);
+  return std::unique_ptr<engine::Engine>(std::move(e));
 }
 
 }  // namespace ringserve::cuda

@@ -5,11 +5,14 @@
 // pinned memory, with one synchronisation per pass.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
 #include "engine/engine_options.h"
+#include "model/loader.h"
 #include "model/weights.h"
 #include "ringserve/common/expected.h"
 
@@ -23,7 +26,6 @@ struct CudaTuning {
   // each layer's int8 weights into a bf16 workspace before its GEMMs; kAuto
   // picks resident when it fits with room to spare.
   PrefillWeights prefill_weights = PrefillWeights::kAuto;
-  bool use_graphs = true;
   int split_tokens = 16;  // decode attention keys per split (the minimum when fused)
   // Fused decode attention (kernels::DecodeAttentionArgs::split_counters):
   // about this many splits per (sequence, kv head), the split length
@@ -36,6 +38,10 @@ struct CudaTuning {
   // a launch gap and a DRAM latency per GEMV. Off by default until measured
   // on the H200 (tests/bench/cuda/engine_bench.cpp reports both).
   bool pdl = false;
+  // Time the decode GEMV shapes at start-up (gemv_tuning.h). Off: every
+  // GEMV keeps its default shape, so two engines compute bit for bit the
+  // same (tests comparing placements rely on it).
+  bool tune_gemv = true;
 };
 
 struct CudaEngineStats {
@@ -45,6 +51,23 @@ struct CudaEngineStats {
   bool resident_bf16 = false;
   double last_prefill_gpu_ms = 0.0;  // GPU time of the last prefill pass
   double last_decode_gpu_ms = 0.0;
+
+  // Loading straight from a checkpoint file (load_cuda_engine): bytes read
+  // from the file(s), wall time from open to weights ready, the read path.
+  uint64_t load_bytes = 0;
+  double load_seconds = 0.0;
+  std::string load_method;  // "" when the weights came from host memory
+
+  // Small-VRAM mode (EngineOptions::gpu_memory_bytes).
+  std::string offload_strategy;  // "stream" or "zerocopy"; "" when every layer is resident
+  int resident_layers = 0;
+  int streamed_layers = 0;
+  uint64_t streamed_bytes_per_step = 0;  // layer bytes crossing PCIe per decode step
+  uint64_t host_pinned_bytes = 0;        // weights kept in pinned host memory
+  uint64_t gpu_bytes = 0;                // everything the engine allocated on the GPU
+  double h2d_gbps = 0.0;       // pinned host-to-device copy rate measured at start-up (0: not)
+  double zerocopy_gbps = 0.0;  // mapped-memory kernel read rate measured at start-up (0: not)
+  std::vector<std::string> plan_lines;  // the placement plan, as logged
 };
 
 class CudaEngineIntrospection {
@@ -61,5 +84,15 @@ Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::Engin
 Expected<std::unique_ptr<engine::Engine>> create_cuda_engine(const engine::EngineOptions& options,
                                                              model::ModelWeights weights,
                                                              const CudaTuning& tuning);
+
+// Builds the engine from a model spec (model/loader.h). A Hugging Face
+// checkpoint of float tensors is read straight into pinned buffers
+// (io::FileReader: O_DIRECT and io_uring where they work), copied to the GPU
+// and quantized there, overlapping the three; anything else (synthetic
+// models, ringserve-int8 checkpoints) goes through model::load_model.
+Expected<std::unique_ptr<engine::Engine>> load_cuda_engine(const engine::EngineOptions& options,
+                                                           const std::string& model_spec,
+                                                           const model::LoadOptions& load,
+                                                           const CudaTuning& tuning = {});
 
 }  // namespace ringserve::cuda

@@ -1,5 +1,7 @@
 #include "cuda/device_memory.h"
 
+#include <cstdlib>
+
 #include "cuda_check.h"
 
 namespace ringserve::cuda {
@@ -36,6 +38,37 @@ Expected<PinnedBuffer> PinnedBuffer::allocate(size_t bytes, const char* what) {
 
 PinnedBuffer::~PinnedBuffer() {
   if (host_) cudaFreeHost(host_);
+}
+
+Expected<HostBuffer> HostBuffer::allocate(size_t bytes, HostMemory kind, const char* what) {
+  HostBuffer b;
+  b.kind_ = kind;
+  if (bytes == 0) return b;
+  if (kind == HostMemory::kPageable) {
+    // Page-aligned like the pinned kind, so the two differ only in pinning.
+    b.host_ = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    if (!b.host_)
+      return make_error(Errc::kResourceExhausted, "allocating {} ({:.1f} MiB) in host memory", what,
+                        bytes / 1048576.0);
+    b.bytes_ = bytes;
+    return b;
+  }
+  auto pinned = RS_TRY(PinnedBuffer::allocate(bytes, what));
+  // Take ownership from the PinnedBuffer (one allocation path for pinned memory).
+  b.host_ = pinned.host();
+  b.device_ = pinned.device();
+  b.bytes_ = bytes;
+  pinned.release();
+  return b;
+}
+
+HostBuffer::~HostBuffer() {
+  if (!host_) return;
+  if (kind_ == HostMemory::kPageable) {
+    std::free(host_);
+  } else {
+    cudaFreeHost(host_);
+  }
 }
 
 }  // namespace ringserve::cuda

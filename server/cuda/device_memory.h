@@ -63,6 +63,11 @@ class PinnedBuffer {
     return static_cast<T*>(device_);
   }
   size_t bytes() const { return bytes_; }
+  // Gives up ownership (the caller frees with cudaFreeHost).
+  void release() {
+    host_ = device_ = nullptr;
+    bytes_ = 0;
+  }
 
  private:
   void swap(PinnedBuffer& o) noexcept {
@@ -73,6 +78,51 @@ class PinnedBuffer {
   void* host_ = nullptr;
   void* device_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// Host memory of either kind the pipeline levels need (engine::Pipeline):
+// pinned and mapped into the device address space (kernels may read and
+// write it; copies from it run asynchronously at full link rate), or plain
+// pageable memory (what a naive port uses: every copy from it is staged by
+// the driver and synchronous).
+enum class HostMemory { kPinnedMapped, kPageable };
+
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  static Expected<HostBuffer> allocate(size_t bytes, HostMemory kind, const char* what);
+  ~HostBuffer();
+  HostBuffer(HostBuffer&& o) noexcept { swap(o); }
+  HostBuffer& operator=(HostBuffer&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  template <class T = void>
+  T* host() const {
+    return static_cast<T*>(host_);
+  }
+  // The device address of pinned memory; null for pageable memory.
+  template <class T = void>
+  T* device() const {
+    return static_cast<T*>(device_);
+  }
+  size_t bytes() const { return bytes_; }
+  bool pinned() const { return kind_ == HostMemory::kPinnedMapped; }
+
+ private:
+  void swap(HostBuffer& o) noexcept {
+    std::swap(host_, o.host_);
+    std::swap(device_, o.device_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(kind_, o.kind_);
+  }
+  void* host_ = nullptr;
+  void* device_ = nullptr;
+  size_t bytes_ = 0;
+  HostMemory kind_ = HostMemory::kPinnedMapped;
 };
 
 // Carves aligned sub-buffers out of one allocation (the workspaces).

@@ -1,5 +1,6 @@
 #include "cuda/device_model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -40,23 +41,30 @@ class Uploader {
       if (e) cudaEventDestroy(e);
   }
 
-  // Copies `bytes` to dst; fill(offset, out, n) writes source bytes
+  // Copies `bytes` to dst (device memory, or host memory when dst_on_host:
+  // then filled in place); fill(offset, out, n) writes source bytes
   // [offset, offset + n) into out.
-  Status copy(void* dst, size_t bytes, const std::function<void(size_t, char*, size_t)>& fill) {
+  Status copy(char* dst, bool dst_on_host, size_t bytes,
+              const std::function<void(size_t, char*, size_t)>& fill) {
+    if (dst_on_host) {
+      for (size_t off = 0; off < bytes; off += kChunk)
+        fill(off, dst + off, std::min(kChunk, bytes - off));
+      return ok();
+    }
     for (size_t off = 0; off < bytes; off += kChunk) {
       const size_t n = std::min(kChunk, bytes - off);
       CUDA_CHECK(cudaEventSynchronize(done_[cur_]));  // the staging buffer is free again
       fill(off, staging_[cur_].host<char>(), n);
-      CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, staging_[cur_].host(), n,
-                                 cudaMemcpyHostToDevice, stream_));
+      CUDA_CHECK(
+          cudaMemcpyAsync(dst + off, staging_[cur_].host(), n, cudaMemcpyHostToDevice, stream_));
       CUDA_CHECK(cudaEventRecord(done_[cur_], stream_));
       cur_ ^= 1;
     }
     bytes_ += bytes;
     return ok();
   }
-  Status copy(void* dst, const void* src, size_t bytes) {
-    return copy(dst, bytes, [src](size_t off, char* out, size_t n) {
+  Status copy(char* dst, bool dst_on_host, const void* src, size_t bytes) {
+    return copy(dst, dst_on_host, bytes, [src](size_t off, char* out, size_t n) {
       std::memcpy(out, static_cast<const char*>(src) + off, n);
     });
   }
@@ -68,11 +76,6 @@ class Uploader {
   cudaEvent_t done_[2] = {nullptr, nullptr};
   int cur_ = 0;
   size_t bytes_ = 0;
-};
-
-// Offsets of every tensor inside the single weight allocation.
-struct LinearSlots {
-  size_t q, scale, bias, q_bf16;
 };
 
 size_t align(size_t v) {
@@ -88,27 +91,14 @@ Status check_linear(const model::QuantLinear& l, int rows, int cols, const char*
   return ok();
 }
 
-}  // namespace
-
-size_t bf16_copy_bytes(const model::ModelConfig& c) {
-  const size_t qkv = static_cast<size_t>(c.q_dim() + 2 * c.kv_dim()) * c.hidden_size;
-  const size_t per_layer = qkv + static_cast<size_t>(c.hidden_size) * c.q_dim() +
-                           3 * static_cast<size_t>(c.intermediate_size) * c.hidden_size;
-  return per_layer * c.num_layers * 2;
-}
-
-Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool resident_bf16,
-                                          cudaStream_t stream, UploadStats* stats) {
-  const auto t0 = std::chrono::steady_clock::now();
+Status check_weights(const model::ModelWeights& w) {
   const auto& c = w.config;
-  RS_TRY_STATUS(c.validate());
-  const int H = c.hidden_size, I = c.intermediate_size, QKV = c.q_dim() + 2 * c.kv_dim();
-  if (I % 16 != 0)
-    return make_error(Errc::kUnsupported, "intermediate_size {} is not a multiple of 16", I);
+  const int H = c.hidden_size, I = c.intermediate_size;
   if (static_cast<int>(w.layers.size()) != c.num_layers)
     return make_error(Errc::kCorruptData, "{} layers in the weights, {} in the config",
                       w.layers.size(), c.num_layers);
-  if (w.embed_tokens.rows != c.vocab_size || w.embed_tokens.cols != H)
+  if (w.embed_tokens.rows != c.vocab_size || w.embed_tokens.cols != H ||
+      w.embed_tokens.bf16.size() != static_cast<size_t>(c.vocab_size) * H)
     return make_error(Errc::kCorruptData, "embedding shape [{}, {}]", w.embed_tokens.rows,
                       w.embed_tokens.cols);
   RS_TRY_STATUS(check_linear(w.lm_head, c.vocab_size, H, "lm_head", -1));
@@ -127,64 +117,226 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
   }
   if (w.final_norm.size() != static_cast<size_t>(H))
     return make_error(Errc::kCorruptData, "final norm of the wrong size");
-  const bool head_bf16 = w.lm_head_bf16.rows == c.vocab_size && w.lm_head_bf16.cols == H &&
-                         w.lm_head_bf16.bf16.size() == static_cast<size_t>(c.vocab_size) * H;
-  const bool head_tied = !head_bf16 && c.tie_word_embeddings;
+  return ok();
+}
 
-  // Layout pass.
-  Arena arena;
-  auto linear_slots = [&](int rows, int cols, bool bias) {
-    LinearSlots s{};
-    s.q = arena.reserve(static_cast<size_t>(rows) * cols);
-    s.scale = arena.reserve(sizeof(float) * rows);
-    s.bias = bias ? arena.reserve(sizeof(float) * rows) : SIZE_MAX;
-    s.q_bf16 = resident_bf16 ? arena.reserve(2 * static_cast<size_t>(rows) * cols) : SIZE_MAX;
-    return s;
-  };
-  struct LayerSlots {
-    size_t in_norm, post_norm;
-    LinearSlots qkv, o, gate_up, down;
-  };
-  std::vector<LayerSlots> ls(c.num_layers);
-  for (int l = 0; l < c.num_layers; ++l) {
-    const auto& L = w.layers[l];
-    const bool qkv_bias =
-        !L.q_proj.bias.empty() || !L.k_proj.bias.empty() || !L.v_proj.bias.empty();
-    ls[l].in_norm = arena.reserve(sizeof(float) * H);
-    ls[l].post_norm = arena.reserve(sizeof(float) * H);
-    ls[l].qkv = linear_slots(QKV, H, qkv_bias);
-    ls[l].o = linear_slots(H, c.q_dim(), !L.o_proj.bias.empty());
-    ls[l].gate_up = linear_slots(2 * I, H, !L.gate_proj.bias.empty() || !L.up_proj.bias.empty());
-    ls[l].down = linear_slots(H, I, !L.down_proj.bias.empty());
+LinearBiases biases_of(const model::ModelWeights& w) {
+  LinearBiases b;
+  for (const auto& L : w.layers) {
+    b.qkv |= !L.q_proj.bias.empty() || !L.k_proj.bias.empty() || !L.v_proj.bias.empty();
+    b.o |= !L.o_proj.bias.empty();
+    b.gate_up |= !L.gate_proj.bias.empty() || !L.up_proj.bias.empty();
+    b.down |= !L.down_proj.bias.empty();
   }
-  const size_t embed_off = arena.reserve(2 * static_cast<size_t>(c.vocab_size) * H);
-  const size_t final_norm_off = arena.reserve(sizeof(float) * H);
-  const bool saved = resident_bf16;
-  resident_bf16 = false;  // lm_head never runs through cuBLAS in int8 form
-  const LinearSlots head = linear_slots(c.vocab_size, H, !w.lm_head.bias.empty());
-  resident_bf16 = saved;
-  const size_t head_bf16_off =
-      head_bf16 ? arena.reserve(2 * static_cast<size_t>(c.vocab_size) * H) : SIZE_MAX;
-  // bf16 staging for the resident copy: int8 goes up once, the GPU converts.
+  b.lm_head = !w.lm_head.bias.empty();
+  return b;
+}
+
+LinearSlots reserve_linear(Arena& a, int rows, int cols, bool bias) {
+  LinearSlots s;
+  s.q = a.reserve(static_cast<size_t>(rows) * cols);
+  s.scale = a.reserve(sizeof(float) * rows);
+  if (bias) s.bias = a.reserve(sizeof(float) * rows);
+  return s;
+}
+
+void point(DeviceLinear& l, const char* base, const LinearSlots& s) {
+  l.q = reinterpret_cast<const int8_t*>(base + s.q);
+  l.scale = reinterpret_cast<const float*>(base + s.scale);
+  l.bias = s.bias == SIZE_MAX ? nullptr : reinterpret_cast<const float*>(base + s.bias);
+}
+
+void shape(DeviceLinear& l, int rows, int cols, kernels::GemvEpilogue epi) {
+  l.rows = rows;
+  l.cols = cols;
+  l.gemv = kernels::default_gemv_config(rows, cols, epi);
+}
+
+}  // namespace
+
+size_t bf16_copy_bytes(const model::ModelConfig& c) {
+  const size_t qkv = static_cast<size_t>(c.q_dim() + 2 * c.kv_dim()) * c.hidden_size;
+  const size_t per_layer = qkv + static_cast<size_t>(c.hidden_size) * c.q_dim() +
+                           3 * static_cast<size_t>(c.intermediate_size) * c.hidden_size;
+  return per_layer * c.num_layers * 2;
+}
+
+Expected<DeviceModel> DeviceModel::allocate(const model::ModelConfig& c, const LinearBiases& biases,
+                                            bool resident_bf16, bool head_bf16,
+                                            const WeightPlacement& placement) {
+  RS_TRY_STATUS(c.validate());
+  const int H = c.hidden_size, I = c.intermediate_size, QKV = c.q_dim() + 2 * c.kv_dim();
+  if (I % 16 != 0)
+    return make_error(Errc::kUnsupported, "intermediate_size {} is not a multiple of 16", I);
   DeviceModel m;
   m.config_ = c;
-  m.resident_bf16_ = resident_bf16;
-  m.storage_ = RS_TRY(DeviceBuffer::allocate(arena.size(), "model weights"));
-  char* base = m.storage_.as<char>();
-  auto at = [&](size_t off) { return off == SIZE_MAX ? nullptr : base + off; };
+  m.biases_ = biases;
+  m.device_layers_ = std::clamp(placement.device_layers, 0, c.num_layers);
+  // The bf16 prefill copies only make sense with every layer on the GPU.
+  m.resident_bf16_ = resident_bf16 && m.device_layers_ == c.num_layers;
 
+  Arena blob;
+  m.blob_.qkv = reserve_linear(blob, QKV, H, biases.qkv);
+  m.blob_.o = reserve_linear(blob, H, c.q_dim(), biases.o);
+  m.blob_.gate_up = reserve_linear(blob, 2 * I, H, biases.gate_up);
+  m.blob_.down = reserve_linear(blob, H, I, biases.down);
+  m.blob_bytes_ = align(blob.size());
+
+  Arena arena;
+  const int L = c.num_layers;
+  m.layer_blob_off_.assign(L, SIZE_MAX);
+  m.in_norm_off_.resize(L);
+  m.post_norm_off_.resize(L);
+  for (int l = 0; l < L; ++l) {
+    if (l < m.device_layers_) m.layer_blob_off_[l] = arena.reserve(m.blob_bytes_);
+    m.in_norm_off_[l] = arena.reserve(sizeof(float) * H);
+    m.post_norm_off_[l] = arena.reserve(sizeof(float) * H);
+  }
+  if (m.resident_bf16_) {
+    m.bf16_.resize(L);
+    for (int l = 0; l < L; ++l) {
+      auto& t = m.bf16_[l];
+      t.qkv.q_bf16 = arena.reserve(2 * static_cast<size_t>(QKV) * H);
+      t.o.q_bf16 = arena.reserve(2 * static_cast<size_t>(H) * c.q_dim());
+      t.gate_up.q_bf16 = arena.reserve(4 * static_cast<size_t>(I) * H);
+      t.down.q_bf16 = arena.reserve(2 * static_cast<size_t>(H) * I);
+    }
+  }
+  const size_t embed_bytes = 2 * static_cast<size_t>(c.vocab_size) * H;
+  if (!placement.embedding_on_host) m.embed_off_ = arena.reserve(embed_bytes);
+  m.final_norm_off_ = arena.reserve(sizeof(float) * H);
+  m.head_ = reserve_linear(arena, c.vocab_size, H, biases.lm_head);
+  if (head_bf16) m.head_bf16_off_ = arena.reserve(embed_bytes);
+
+  m.storage_ = RS_TRY(DeviceBuffer::allocate(arena.size(), "model weights"));
+  const int host_layers = L - m.device_layers_;
+  if (host_layers > 0)
+    m.host_layers_ = RS_TRY(HostBuffer::allocate(m.blob_bytes_ * host_layers, placement.host_layers,
+                                                 "offloaded layers"));
+  if (placement.embedding_on_host)
+    m.host_embed_ =
+        RS_TRY(HostBuffer::allocate(embed_bytes, HostMemory::kPinnedMapped, "token embedding"));
+
+  char* base = m.storage_.as<char>();
+  m.layers_.resize(L);
+  for (int l = 0; l < L; ++l) {
+    DeviceLayer& D = m.layers_[l];
+    D.input_norm = reinterpret_cast<const float*>(base + m.in_norm_off_[l]);
+    D.post_attention_norm = reinterpret_cast<const float*>(base + m.post_norm_off_[l]);
+    shape(D.qkv, QKV, H, kernels::GemvEpilogue::kStoreF32);
+    shape(D.o, H, c.q_dim(), kernels::GemvEpilogue::kStoreF32);
+    shape(D.gate_up, 2 * I, H, kernels::GemvEpilogue::kSiluMulBf16);
+    shape(D.down, H, I, kernels::GemvEpilogue::kStoreF32);
+    if (l < m.device_layers_) {
+      m.bind_layer(l, base + m.layer_blob_off_[l]);
+    } else if (const void* mapped = m.host_blob_device(l)) {
+      m.bind_layer(l, mapped);  // until the engine binds it to a ring slot
+    }
+    if (m.resident_bf16_) {
+      const auto& t = m.bf16_[l];
+      D.qkv.q_bf16 = reinterpret_cast<const __nv_bfloat16*>(base + t.qkv.q_bf16);
+      D.o.q_bf16 = reinterpret_cast<const __nv_bfloat16*>(base + t.o.q_bf16);
+      D.gate_up.q_bf16 = reinterpret_cast<const __nv_bfloat16*>(base + t.gate_up.q_bf16);
+      D.down.q_bf16 = reinterpret_cast<const __nv_bfloat16*>(base + t.down.q_bf16);
+    }
+  }
+  m.embed_ = placement.embedding_on_host
+                 ? m.host_embed_.device<const __nv_bfloat16>()
+                 : reinterpret_cast<const __nv_bfloat16*>(base + m.embed_off_);
+  m.final_norm_ = reinterpret_cast<const float*>(base + m.final_norm_off_);
+  shape(m.lm_head_, c.vocab_size, H, kernels::GemvEpilogue::kStoreF32);
+  point(m.lm_head_, base, m.head_);
+  return m;
+}
+
+const char* DeviceModel::host_blob(int layer) const {
+  if (!on_host(layer) || layer >= config_.num_layers) return nullptr;
+  return host_layers_.host<const char>() +
+         static_cast<size_t>(layer - device_layers_) * blob_bytes_;
+}
+
+const void* DeviceModel::host_blob_device(int layer) const {
+  if (!on_host(layer) || layer >= config_.num_layers || !host_layers_.pinned()) return nullptr;
+  return host_layers_.device<const char>() +
+         static_cast<size_t>(layer - device_layers_) * blob_bytes_;
+}
+
+void DeviceModel::bind_layer(int layer, const void* device) {
+  const char* b = static_cast<const char*>(device);
+  DeviceLayer& D = layers_[layer];
+  point(D.qkv, b, blob_.qkv);
+  point(D.o, b, blob_.o);
+  point(D.gate_up, b, blob_.gate_up);
+  point(D.down, b, blob_.down);
+}
+
+char* DeviceModel::layer_blob_target(int layer) const {
+  if (on_host(layer)) return const_cast<char*>(host_blob(layer));
+  return storage_.as<char>() + layer_blob_off_[layer];
+}
+float* DeviceModel::input_norm_target(int layer) const {
+  return reinterpret_cast<float*>(storage_.as<char>() + in_norm_off_[layer]);
+}
+float* DeviceModel::post_norm_target(int layer) const {
+  return reinterpret_cast<float*>(storage_.as<char>() + post_norm_off_[layer]);
+}
+char* DeviceModel::embedding_target() const {
+  return embedding_on_host() ? host_embed_.host<char>() : storage_.as<char>() + embed_off_;
+}
+float* DeviceModel::final_norm_target() const {
+  return reinterpret_cast<float*>(storage_.as<char>() + final_norm_off_);
+}
+char* DeviceModel::lm_head_target() const {
+  return storage_.as<char>();
+}
+__nv_bfloat16* DeviceModel::lm_head_bf16_target() const {
+  return head_bf16_off_ == SIZE_MAX
+             ? nullptr
+             : reinterpret_cast<__nv_bfloat16*>(storage_.as<char>() + head_bf16_off_);
+}
+
+Status DeviceModel::finish(bool tied_head, cudaStream_t stream) {
+  if (resident_bf16_) {
+    for (auto& D : layers_) {
+      for (DeviceLinear* l : {&D.qkv, &D.o, &D.gate_up, &D.down})
+        RS_TRY_STATUS(kernels::int8_to_bf16(l->q, const_cast<__nv_bfloat16*>(l->q_bf16),
+                                            static_cast<size_t>(l->rows) * l->cols, stream));
+    }
+  }
+  if (head_bf16_off_ != SIZE_MAX) {
+    lm_head_bf16_ = lm_head_bf16_target();
+  } else if (tied_head && !embedding_on_host()) {
+    // Tied: the embedding is the unquantized head. Not when the embedding
+    // is in host memory: every step would read all of it across the link,
+    // so the INT8 head serves instead.
+    lm_head_bf16_ = embed_;
+  }
+  return ok();
+}
+
+Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool resident_bf16,
+                                          const WeightPlacement& placement, cudaStream_t stream,
+                                          UploadStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& c = w.config;
+  RS_TRY_STATUS(c.validate());
+  RS_TRY_STATUS(check_weights(w));
+  const bool head_bf16 =
+      w.lm_head_bf16.rows == c.vocab_size && w.lm_head_bf16.cols == c.hidden_size &&
+      w.lm_head_bf16.bf16.size() == static_cast<size_t>(c.vocab_size) * c.hidden_size;
+  DeviceModel m = RS_TRY(allocate(c, biases_of(w), resident_bf16, head_bf16, placement));
   auto up = RS_TRY(Uploader::create(stream));
 
-  // Uploads the row-concatenation of `parts` (int8 and scales and biases)
-  // into one fused linear.
-  auto upload_fused = [&](const LinearSlots& s, std::vector<const model::QuantLinear*> parts,
-                          bool interleave16, DeviceLinear& out) -> Status {
+  // Writes the row-concatenation of `parts` (int8, scales, biases) into one
+  // fused linear at `base` + slots; interleave16 packs [gate 16 | up 16].
+  auto upload_fused = [&](char* base, bool on_host, const LinearSlots& s,
+                          std::vector<const model::QuantLinear*> parts,
+                          bool interleave16) -> Status {
     const int cols = parts[0]->cols;
     int rows = 0;
     for (auto* p : parts) rows += p->rows;
-    // Row r of the fused matrix comes from part / row:
     auto source_row = [&](int r) -> std::pair<const model::QuantLinear*, int> {
-      if (interleave16) {  // [gate 16 | up 16] groups
+      if (interleave16) {
         const int group = r / 32, within = r % 32;
         return {parts[within / 16], group * 16 + within % 16};
       }
@@ -196,9 +348,9 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
     };
     const size_t row_bytes = cols;
     RS_TRY_STATUS(up.copy(
-        at(s.q), static_cast<size_t>(rows) * row_bytes, [&](size_t off, char* dst, size_t n) {
-          // chunks are whole rows except possibly the last
-          size_t done = 0;
+        base + s.q, on_host, static_cast<size_t>(rows) * row_bytes,
+        [&](size_t off, char* dst, size_t n) {
+          size_t done = 0;  // chunks are whole rows except possibly the last
           while (done < n) {
             const size_t pos = off + done;
             const int r = static_cast<int>(pos / row_bytes);
@@ -210,59 +362,41 @@ Expected<DeviceModel> DeviceModel::upload(const model::ModelWeights& w, bool res
           }
         }));
     std::vector<float> scale(rows), bias(rows, 0.0f);
-    bool any_bias = false;
     for (int r = 0; r < rows; ++r) {
       auto [p, pr] = source_row(r);
       scale[r] = p->scale[pr];
-      if (!p->bias.empty()) {
-        bias[r] = p->bias[pr];
-        any_bias = true;
-      }
+      if (!p->bias.empty()) bias[r] = p->bias[pr];
     }
-    RS_TRY_STATUS(up.copy(at(s.scale), scale.data(), sizeof(float) * rows));
-    if (s.bias != SIZE_MAX) RS_TRY_STATUS(up.copy(at(s.bias), bias.data(), sizeof(float) * rows));
-    out.q = reinterpret_cast<const int8_t*>(at(s.q));
-    out.scale = reinterpret_cast<const float*>(at(s.scale));
-    out.bias =
-        (s.bias != SIZE_MAX && any_bias) ? reinterpret_cast<const float*>(at(s.bias)) : nullptr;
-    out.rows = rows;
-    out.cols = cols;
-    out.gemv = kernels::default_gemv_config(
-        rows, cols,
-        interleave16 ? kernels::GemvEpilogue::kSiluMulBf16 : kernels::GemvEpilogue::kStoreF32);
-    if (s.q_bf16 != SIZE_MAX) {
-      auto* dst = reinterpret_cast<__nv_bfloat16*>(at(s.q_bf16));
-      RS_TRY_STATUS(kernels::int8_to_bf16(out.q, dst, static_cast<size_t>(rows) * cols, stream));
-      out.q_bf16 = dst;
-    }
+    RS_TRY_STATUS(up.copy(base + s.scale, on_host, scale.data(), sizeof(float) * rows));
+    if (s.bias != SIZE_MAX)
+      RS_TRY_STATUS(up.copy(base + s.bias, on_host, bias.data(), sizeof(float) * rows));
     return ok();
   };
 
-  m.layers_.resize(c.num_layers);
+  const int H = c.hidden_size;
+  const auto& B = m.blob_layout();
   for (int l = 0; l < c.num_layers; ++l) {
     const auto& L = w.layers[l];
-    auto& D = m.layers_[l];
-    RS_TRY_STATUS(up.copy(at(ls[l].in_norm), L.input_norm.data(), sizeof(float) * H));
-    RS_TRY_STATUS(up.copy(at(ls[l].post_norm), L.post_attention_norm.data(), sizeof(float) * H));
-    D.input_norm = reinterpret_cast<const float*>(at(ls[l].in_norm));
-    D.post_attention_norm = reinterpret_cast<const float*>(at(ls[l].post_norm));
-    RS_TRY_STATUS(upload_fused(ls[l].qkv, {&L.q_proj, &L.k_proj, &L.v_proj}, false, D.qkv));
-    RS_TRY_STATUS(upload_fused(ls[l].o, {&L.o_proj}, false, D.o));
-    RS_TRY_STATUS(upload_fused(ls[l].gate_up, {&L.gate_proj, &L.up_proj}, true, D.gate_up));
-    RS_TRY_STATUS(upload_fused(ls[l].down, {&L.down_proj}, false, D.down));
+    RS_TRY_STATUS(up.copy(reinterpret_cast<char*>(m.input_norm_target(l)), false,
+                          L.input_norm.data(), sizeof(float) * H));
+    RS_TRY_STATUS(up.copy(reinterpret_cast<char*>(m.post_norm_target(l)), false,
+                          L.post_attention_norm.data(), sizeof(float) * H));
+    char* blob = m.layer_blob_target(l);
+    const bool host = m.on_host(l);
+    RS_TRY_STATUS(upload_fused(blob, host, B.qkv, {&L.q_proj, &L.k_proj, &L.v_proj}, false));
+    RS_TRY_STATUS(upload_fused(blob, host, B.o, {&L.o_proj}, false));
+    RS_TRY_STATUS(upload_fused(blob, host, B.gate_up, {&L.gate_proj, &L.up_proj}, true));
+    RS_TRY_STATUS(upload_fused(blob, host, B.down, {&L.down_proj}, false));
   }
-  RS_TRY_STATUS(up.copy(at(embed_off), w.embed_tokens.bf16.data(), w.embed_tokens.bf16.size() * 2));
-  m.embed_ = reinterpret_cast<const __nv_bfloat16*>(at(embed_off));
-  RS_TRY_STATUS(up.copy(at(final_norm_off), w.final_norm.data(), sizeof(float) * H));
-  m.final_norm_ = reinterpret_cast<const float*>(at(final_norm_off));
-  RS_TRY_STATUS(upload_fused(head, {&w.lm_head}, false, m.lm_head_));
-  if (head_bf16) {
-    RS_TRY_STATUS(
-        up.copy(at(head_bf16_off), w.lm_head_bf16.bf16.data(), w.lm_head_bf16.bf16.size() * 2));
-    m.lm_head_bf16_ = reinterpret_cast<const __nv_bfloat16*>(at(head_bf16_off));
-  } else if (head_tied) {
-    m.lm_head_bf16_ = m.embed_;
-  }
+  RS_TRY_STATUS(up.copy(m.embedding_target(), m.embedding_on_host(), w.embed_tokens.bf16.data(),
+                        w.embed_tokens.bf16.size() * 2));
+  RS_TRY_STATUS(up.copy(reinterpret_cast<char*>(m.final_norm_target()), false, w.final_norm.data(),
+                        sizeof(float) * H));
+  RS_TRY_STATUS(upload_fused(m.lm_head_target(), false, m.lm_head_slots(), {&w.lm_head}, false));
+  if (head_bf16)
+    RS_TRY_STATUS(up.copy(reinterpret_cast<char*>(m.lm_head_bf16_target()), false,
+                          w.lm_head_bf16.bf16.data(), w.lm_head_bf16.bf16.size() * 2));
+  RS_TRY_STATUS(m.finish(c.tie_word_embeddings, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   if (stats) {
     stats->bytes = up.bytes();

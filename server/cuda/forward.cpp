@@ -39,8 +39,7 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
   RS_TRY_STATUS(
       kernels::add_second_half(ws_.logits, static_cast<size_t>(rows) * c.vocab_size, stream));
   return kernels::sample_tokens(ws_.logits, c.vocab_size, rows, c.vocab_size, ws_.dev_meta.sampling,
-                                ws_.sample_scratch, ws_.results.device<kernels::SampleResult>(),
-                                stream);
+                                ws_.sample_scratch, ws_.sample_out, stream);
 }
 
 Status Forward::decode(int batch, cudaStream_t stream) {
@@ -51,10 +50,12 @@ Status Forward::decode(int batch, cudaStream_t stream) {
   const auto& meta = ws_.dev_meta;
   RS_TRY_STATUS(kernels::embedding_gather(m_.embedding(), c.vocab_size, H, meta.tokens, batch,
                                           ws_.resid, stream));
+  if (streamer_) RS_TRY_STATUS(streamer_->begin_pass(stream));
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& layer = m_.layers()[l];
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, batch, H, eps,
                                                nullptr, stream, nullptr, pdl_));
+    if (streamer_) RS_TRY_STATUS(streamer_->before_layer(l, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32, pdl_),
         layer.qkv.gemv, stream));
@@ -107,7 +108,9 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32, pdl_),
         layer.down.gemv, stream));
+    if (streamer_) RS_TRY_STATUS(streamer_->after_layer(l, stream));
   }
+  if (streamer_) RS_TRY_STATUS(streamer_->end_pass(stream));
   return logits_and_sample(batch, nullptr, stream);
 }
 
@@ -151,8 +154,10 @@ Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq
   pa.pointers = ws_.pointers;
   RS_TRY_STATUS(kernels::prefill_attention_prepare(pa, stream));
 
+  if (streamer_) RS_TRY_STATUS(streamer_->begin_pass(stream));
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& layer = m_.layers()[l];
+    if (streamer_) RS_TRY_STATUS(streamer_->before_layer(l, stream));
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, ntok, H, eps,
                                                nullptr, stream));
     RS_TRY_STATUS(linear_prefill(layer.qkv, ntok, ws_.xn, stream));
@@ -186,7 +191,9 @@ Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq
     RS_TRY_STATUS(linear_prefill(layer.down, ntok, ws_.act, stream));
     RS_TRY_STATUS(kernels::residual_add_scaled(ws_.gemm_out, H, layer.down.scale, layer.down.bias,
                                                ws_.resid, ntok, H, stream));
+    if (streamer_) RS_TRY_STATUS(streamer_->after_layer(l, stream));
   }
+  if (streamer_) RS_TRY_STATUS(streamer_->end_pass(stream));
   return logits_and_sample(nseq, meta.last_rows, stream);
 }
 

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/device_model.h"
+#include "cuda/layer_streamer.h"
 #include "cuda/workspace.h"
 #include "ringserve/common/expected.h"
 
@@ -27,10 +28,11 @@ struct KvPool {
 class Forward {
  public:
   // pdl: launch the decode GEMVs with programmatic dependent launch (see
-  // kernels::GemvArgs::pdl; sm_90 only).
+  // kernels::GemvArgs::pdl; sm_90 only). streamer: brings host-resident
+  // layers in (null when every layer is on the GPU).
   Forward(const DeviceModel& model, Workspace& ws, const KvPool& kv, cublasHandle_t cublas,
-          bool pdl = false)
-      : m_(model), ws_(ws), kv_(kv), cublas_(cublas), pdl_(pdl) {}
+          bool pdl = false, LayerStreamer* streamer = nullptr)
+      : m_(model), ws_(ws), kv_(kv), cublas_(cublas), pdl_(pdl), streamer_(streamer) {}
 
   // Decode `batch` sequences: inputs in dev_meta rows [0, batch).
   Status decode(int batch, cudaStream_t stream);
@@ -49,6 +51,7 @@ class Forward {
   const KvPool& kv_;
   cublasHandle_t cublas_;
   bool pdl_ = false;
+  LayerStreamer* streamer_ = nullptr;
 };
 
 }  // namespace ringserve::cuda

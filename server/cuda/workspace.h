@@ -39,14 +39,23 @@ struct StepMeta {
 };
 
 struct Workspace {
+  // host_kind: pinned and mapped (every pipeline but naive) or pageable.
   static Expected<Workspace> allocate(const model::ModelConfig& c, const Limits& limits,
-                                      bool dequant_buffer);
+                                      bool dequant_buffer,
+                                      HostMemory host_kind = HostMemory::kPinnedMapped);
+  // What allocate() takes from the GPU, for the memory budget.
+  static size_t device_bytes(const model::ModelConfig& c, const Limits& limits,
+                             bool dequant_buffer);
 
   Limits limits;
   DeviceBuffer device;
-  PinnedBuffer meta_host;    // filled by the host each step
+  HostBuffer meta_host;      // filled by the host each step
   DeviceBuffer meta_device;  // its device copy
-  PinnedBuffer results;      // SampleResult[max_batch], written by the sampler
+  HostBuffer results;        // SampleResult[max_batch], read by the host
+  // Where the sampler writes: results' mapped address, or results_device
+  // when results is pageable (then copied back after each pass).
+  kernels::SampleResult* sample_out = nullptr;
+  DeviceBuffer results_device;
   size_t meta_bytes = 0;
   StepMeta host_meta{};  // views into meta_host
   StepMeta dev_meta{};   // the same views into meta_device

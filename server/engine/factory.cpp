@@ -5,6 +5,8 @@
 
 #ifdef RINGSERVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "cuda/cuda_engine.h"
 #endif
 
 namespace ringserve::engine {
@@ -37,13 +39,42 @@ bool cuda_available() {
 #endif
 }
 
-Expected<std::unique_ptr<Engine>> create_engine(const EngineOptions& options,
-                                                model::ModelWeights weights) {
+namespace {
+
+Expected<Backend> resolve_backend(const EngineOptions& options) {
   Backend backend = options.backend;
   if (backend == Backend::kAuto) {
     backend = cuda_available() ? Backend::kCuda : Backend::kCpu;
     log::get("engine")->info("backend auto: using {}", backend_name(backend));
   }
+  if (backend == Backend::kCpu && options.gpu_memory_bytes > 0)
+    return make_error(Errc::kInvalidArgument,
+                      "--gpu-memory applies to the CUDA backend; this engine is the CPU one");
+  return backend;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Engine>> load_engine(const EngineOptions& options,
+                                              const std::string& model_spec,
+                                              const model::LoadOptions& load) {
+  const Backend backend = RS_TRY(resolve_backend(options));
+#ifdef RINGSERVE_HAVE_CUDA
+  if (backend == Backend::kCuda && cuda_available()) {
+    EngineOptions resolved = options;
+    resolved.backend = Backend::kCuda;
+    return cuda::load_cuda_engine(resolved, model_spec, load);
+  }
+#endif
+  model::ModelWeights weights = RS_TRY(model::load_model(model_spec, load));
+  EngineOptions resolved = options;
+  resolved.backend = backend;
+  return create_engine(resolved, std::move(weights));
+}
+
+Expected<std::unique_ptr<Engine>> create_engine(const EngineOptions& options,
+                                                model::ModelWeights weights) {
+  const Backend backend = RS_TRY(resolve_backend(options));
   if (backend == Backend::kCuda) {
 #ifdef RINGSERVE_HAVE_CUDA
     if (!cuda_available()) {

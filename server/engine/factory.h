@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "engine/engine.h"
 #include "engine/engine_options.h"
+#include "model/loader.h"
 #include "model/weights.h"
 #include "ringserve/common/expected.h"
 
@@ -15,6 +17,14 @@ namespace ringserve::engine {
 // kInvalidArgument (bad options), whatever the backend reports.
 Expected<std::unique_ptr<Engine>> create_engine(const EngineOptions& options,
                                                 model::ModelWeights weights);
+
+// Loads `model_spec` (model/loader.h) and builds the engine on it. The CUDA
+// backend reads a Hugging Face float checkpoint straight onto the GPU and
+// quantizes it there (cuda::load_cuda_engine); the CPU engine gets
+// model::load_model's weights. `load.stats` is filled for host-side loads.
+Expected<std::unique_ptr<Engine>> load_engine(const EngineOptions& options,
+                                              const std::string& model_spec,
+                                              const model::LoadOptions& load);
 
 // Whether `auto` would pick CUDA in this process.
 bool cuda_available();

@@ -89,12 +89,19 @@ Status TensorSource::add_shard(const std::filesystem::path& path,
   return {};
 }
 
+const std::filesystem::path& TensorSource::shard_path(size_t shard) const {
+  return shards_.at(shard)->file.path();
+}
+
 void TensorSource::build_views() {
   views_.clear();
-  for (const auto& shard : shards_) {
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    const auto& shard = shards_[i];
     auto data = shard->file.bytes().subspan(shard->header.data_offset);
     for (const auto& t : shard->header.tensors) {
       TensorView v;
+      v.shard = i;
+      v.file_offset = shard->header.data_offset + t.begin;
       v.name = t.name;
       v.dtype = t.dtype;
       v.shape = t.shape;

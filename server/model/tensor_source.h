@@ -27,6 +27,8 @@ struct TensorView {
   std::span<const int64_t> shape;
   std::span<const std::byte> bytes;  // exactly numel * dtype_size bytes, validated
   std::string_view file;             // file name (no directory), for error messages
+  size_t shard = 0;                  // index of its file (TensorSource::shard_path)
+  uint64_t file_offset = 0;          // where bytes[0] is in that file (direct readers)
 
   uint64_t numel() const;
   // "model.safetensors: tensor lm_head.weight" -- the prefix of every error
@@ -67,6 +69,9 @@ class TensorSource {
 
   // Sum of all tensors' bytes.
   uint64_t total_bytes() const;
+
+  size_t shard_count() const { return shards_.size(); }
+  const std::filesystem::path& shard_path(size_t shard) const;
 
   // Hints the kernel to read all files ahead (sequential access).
   void advise_sequential() const;

@@ -68,11 +68,13 @@ model::ModelWeights load_fixture(const std::string& name) {
 }
 
 std::unique_ptr<engine::Engine> make_cuda(model::ModelWeights w, int max_batch = 8,
-                                          cuda::CudaTuning tuning = {}) {
+                                          cuda::CudaTuning tuning = {},
+                                          engine::Pipeline pipeline = engine::Pipeline::kGraphs) {
   EngineOptions o;
   o.backend = engine::Backend::kCuda;
   o.max_batch = max_batch;
   o.max_context = 1024;
+  o.pipeline = pipeline;
   auto e = cuda::create_cuda_engine(o, std::move(w), tuning);
   EXPECT_TRUE(e) << e.error().to_string();
   return e ? std::move(e).value() : nullptr;
@@ -258,10 +260,9 @@ TEST_P(CudaGolden, FusedAndSplitCombineAttentionAgree) {
 TEST_P(CudaGolden, GraphsAndDirectLaunchesAgree) {
   const auto cases = load_golden(GetParam());
   cuda::CudaTuning no_graphs;
-  no_graphs.use_graphs = false;
   no_graphs.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
   auto a = make_cuda(load_fixture(GetParam()), 2);
-  auto b = make_cuda(load_fixture(GetParam()), 2, no_graphs);
+  auto b = make_cuda(load_fixture(GetParam()), 2, no_graphs, engine::Pipeline::kAsync);
   ASSERT_TRUE(a && b);
   for (auto* e : {a.get(), b.get()}) {
     ASSERT_TRUE(e->add({1, cases[3].prompt, 10, {}}));

@@ -1,6 +1,9 @@
 // The CUDA benchmark, all in one run: device memory ceilings first, then the
 // hot kernels at the 7B's shapes, then the engine (prefill and decode) on
 // synthetic:deepseek-r1-distill-qwen-7b. Results are printed as tables.
+// Two separate modes for small-VRAM mode (issue 7): --offload (decode under
+// GPU memory budgets against the host-to-device link) and --load DIR
+// (checkpoint load rate).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -58,12 +61,44 @@ int main(int argc, char** argv) {
   app.add_option("--profile-decode", profile_batch,
                  "only run two un-graphed decode steps at this batch size inside "
                  "cudaProfilerStart/Stop (for ncu --profile-from-start off)");
+  bool offload = false;
+  ringserve::bench::OffloadBenchOptions off;
+  app.add_flag("--offload", offload,
+               "only the small-VRAM benchmark: pinned/pageable H2D rate, then decode tok/s "
+               "under each --budgets x --strategies against the link floor");
+  app.add_option("--budgets", off.budgets, "--offload: GPU memory budgets")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--strategies", off.strategies, "--offload: stream, zerocopy and/or auto")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--ring-slots", off.ring_slots,
+                 "--offload: ring sizes to measure for stream (2 and/or 3)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--batches", off.batches, "--offload: batch sizes")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--offload-steps", off.steps, "--offload: timed decode steps per batch size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("!--no-resident", off.resident_row, "--offload: skip the fully resident rows");
+  ringserve::bench::LoadBenchOptions load;
+  app.add_option("--load", load.dir,
+                 "only time load_cuda_engine on this checkpoint directory (e.g. one written by "
+                 "`ringserve convert --format hf-bf16`)");
+  app.add_option("--load-repeats", load.repeats, "--load: loads in this process")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--gpu-memory", load.gpu_memory, "--load: GPU memory budget (default: none)");
   CLI11_PARSE(app, argc, argv);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "no CUDA device\n");
     return 77;
   }
+  if (!load.dir.empty()) return ringserve::bench::run_load_bench(load);
+  if (offload) return ringserve::bench::run_offload_bench(off);
   if (profile_batch > 0) {
     ringserve::bench::run_decode_profile(profile_batch);
     return 0;

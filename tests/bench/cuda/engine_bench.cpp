@@ -29,9 +29,13 @@ std::vector<int32_t> random_prompt(int n, std::mt19937_64& rng, int vocab) {
   return p;
 }
 
-std::unique_ptr<engine::Engine> make(const model::ModelWeights& w, cuda::CudaTuning t) {
+// pipeline kAsync is the engine without CUDA graphs (the default, kGraphs,
+// replays each decode step from a captured graph).
+std::unique_ptr<engine::Engine> make(const model::ModelWeights& w, cuda::CudaTuning t,
+                                     engine::Pipeline pipeline = engine::Pipeline::kGraphs) {
   engine::EngineOptions o;
   o.backend = engine::Backend::kCuda;
+  o.pipeline = pipeline;
   o.max_batch = 4;
   o.max_context = 1024;
   auto e = cuda::create_cuda_engine(o, w, t);
@@ -170,8 +174,7 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
   {
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
-    t.use_graphs = false;
-    auto e = make(*w, t);
+    auto e = make(*w, t, engine::Pipeline::kAsync);
     prefill_bench(*e, "(int8 dequant per layer)", rng);
     decode_bench(*e, 1, std::min(decode_steps, 64), weight_bytes, c, "(no graphs)", rng);
   }
@@ -186,8 +189,7 @@ void run_decode_profile(int batch) {
   if (!w) std::exit(1);
   cuda::CudaTuning t;
   t.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
-  t.use_graphs = false;
-  auto e = make(*w, t);
+  auto e = make(*w, t, engine::Pipeline::kAsync);
   std::mt19937_64 rng(99);
   for (int i = 0; i < batch; ++i)
     if (!e->add(
