@@ -38,7 +38,7 @@
 #   ABLATION_NAIVE_RUNS [1]      runs of step 0 under the budget (pageable copies: slowest)
 #   ABLATION_REQUESTS [8]        measured requests, steps 4-5 (concurrency 4)
 #   ABLATION_WARMUP [1]          unmeasured requests before each measurement
-#   ABLATION_INPUT_LEN [512] ABLATION_OUTPUT_LEN [256] ABLATION_MAX_CONTEXT [1024]
+#   ABLATION_INPUT_LEN [512] ABLATION_OUTPUT_LEN [256] ABLATION_MAX_CONTEXT [4096]
 #   ABLATION_KV_BLOCKS [4 x max context / 16]
 #   ABLATION_MODEL [synthetic:deepseek-r1-distill-qwen-7b]
 #   ABLATION_BIN [build-gpu/bin]  ABLATION_BACKEND [cuda] (cpu: a smoke test of the script)
@@ -77,7 +77,7 @@ warmup=${ABLATION_WARMUP:-1}
 if ((quick)); then runs=1 naive_runs=1 requests=4; fi
 input_len=${ABLATION_INPUT_LEN:-512}
 output_len=${ABLATION_OUTPUT_LEN:-256}
-max_context=${ABLATION_MAX_CONTEXT:-1024}
+max_context=${ABLATION_MAX_CONTEXT:-4096}
 kv_blocks=${ABLATION_KV_BLOCKS:-$((4 * max_context / 16))}
 step_timeout=${ABLATION_STEP_TIMEOUT_S:-180}
 start_timeout=${ABLATION_START_TIMEOUT_S:-120}

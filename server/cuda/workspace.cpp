@@ -47,7 +47,9 @@ Layout layout(const model::ModelConfig& c, const Limits& L, bool dequant_buffer)
   o.scores = a.reserve(4 * hpp * max_len * max_len);
   o.probs = a.reserve(2 * hpp * max_len * max_len);
   o.ptrs = a.reserve(sizeof(void*) * kernels::prefill_pointer_count(c.num_heads, B));
-  o.deq = dequant_buffer ? a.reserve(2 * gemm_cols * std::max(H, I)) : SIZE_MAX;
+  // One layer linear at a time in bf16: the largest is qkv, gate_up or down.
+  const size_t largest_linear = std::max({QKV * H, 2 * I * H, H * c.q_dim(), H * I});
+  o.deq = dequant_buffer ? a.reserve(2 * largest_linear) : SIZE_MAX;
   o.cublas = a.reserve(kCublasWorkspaceBytes);
   o.total = a.size();
   return o;

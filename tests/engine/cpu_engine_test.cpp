@@ -305,5 +305,24 @@ TEST(Factory, PicksTheCpuEngineAndReportsMissingCuda) {
   EXPECT_EQ(*parse_backend("cuda"), Backend::kCuda);
 }
 
+TEST(Factory, PipelineNamesRoundTrip) {
+  for (Pipeline p : {Pipeline::kNaive, Pipeline::kPinned, Pipeline::kAsync, Pipeline::kGraphs})
+    EXPECT_EQ(*parse_pipeline(pipeline_name(p)), p);
+  auto bad = parse_pipeline("fast");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("naive, pinned, async or graphs"), std::string::npos);
+}
+
+TEST(Factory, GpuMemoryIsRefusedByTheCpuEngine) {
+  EngineOptions o;
+  o.backend = Backend::kCpu;
+  o.gpu_memory_bytes = uint64_t{8} << 30;
+  auto e = create_engine(o, small_weights());
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(e.error().message.find("--gpu-memory"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ringserve::engine

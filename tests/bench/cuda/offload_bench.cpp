@@ -137,7 +137,10 @@ void bench_config(const model::ModelWeights& weights, const Config& c, const Lin
   engine::EngineOptions o;
   o.backend = engine::Backend::kCuda;
   o.max_batch = *std::max_element(batches.begin(), batches.end());
-  o.max_context = 1024;
+  // The server's default context cap: its KV pool (every sequence of the
+  // largest batch at full context) and prefill workspace are what a budget
+  // must hold before any layer, as in serving.
+  o.max_context = 4096;
   o.gpu_memory_bytes = c.budget_bytes;
   o.offload = c.mode;
   o.ring_slots = c.ring_slots;
@@ -275,7 +278,7 @@ int run_offload_bench(const OffloadBenchOptions& opt) {
   }
   if (opt.resident_row) configs.push_back({"", 0, offload::OffloadMode::kAuto, 2});
 
-  std::printf("\n== small-VRAM decode: %s, max_context 1024, prompt 512, %d timed steps\n",
+  std::printf("\n== small-VRAM decode: %s, max_context 4096, prompt 512, %d timed steps\n",
               opt.model.c_str(), opt.steps);
   const auto t0 = Clock::now();
   model::LoadOptions lo;
