@@ -22,24 +22,6 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
-Expected<PinnedBuffer> PinnedBuffer::allocate(size_t bytes, const char* what) {
-  PinnedBuffer b;
-  if (bytes == 0) return b;
-  if (const cudaError_t err = cudaHostAlloc(&b.host_, bytes, cudaHostAllocMapped);
-      err != cudaSuccess) {
-    cudaGetLastError();
-    return make_error(Errc::kResourceExhausted, "allocating pinned {} ({:.1f} MiB): {}", what,
-                      bytes / 1048576.0, cudaGetErrorString(err));
-  }
-  b.bytes_ = bytes;
-  CUDA_CHECK(cudaHostGetDevicePointer(&b.device_, b.host_, 0));
-  return b;
-}
-
-PinnedBuffer::~PinnedBuffer() {
-  if (host_) cudaFreeHost(host_);
-}
-
 Expected<HostBuffer> HostBuffer::allocate(size_t bytes, HostMemory kind, const char* what) {
   HostBuffer b;
   b.kind_ = kind;
@@ -53,12 +35,15 @@ Expected<HostBuffer> HostBuffer::allocate(size_t bytes, HostMemory kind, const c
     b.bytes_ = bytes;
     return b;
   }
-  auto pinned = RS_TRY(PinnedBuffer::allocate(bytes, what));
-  // Take ownership from the PinnedBuffer (one allocation path for pinned memory).
-  b.host_ = pinned.host();
-  b.device_ = pinned.device();
+  if (const cudaError_t err = cudaHostAlloc(&b.host_, bytes, cudaHostAllocMapped);
+      err != cudaSuccess) {
+    cudaGetLastError();
+    b.host_ = nullptr;
+    return make_error(Errc::kResourceExhausted, "allocating pinned {} ({:.1f} MiB): {}", what,
+                      bytes / 1048576.0, cudaGetErrorString(err));
+  }
   b.bytes_ = bytes;
-  pinned.release();
+  CUDA_CHECK(cudaHostGetDevicePointer(&b.device_, b.host_, 0));
   return b;
 }
 

@@ -39,47 +39,6 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Page-locked host memory, mapped into the device address space so kernels
-// can write results straight into it.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  static Expected<PinnedBuffer> allocate(size_t bytes, const char* what);
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& o) noexcept { swap(o); }
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    swap(o);
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  template <class T = void>
-  T* host() const {
-    return static_cast<T*>(host_);
-  }
-  template <class T = void>
-  T* device() const {
-    return static_cast<T*>(device_);
-  }
-  size_t bytes() const { return bytes_; }
-  // Gives up ownership (the caller frees with cudaFreeHost).
-  void release() {
-    host_ = device_ = nullptr;
-    bytes_ = 0;
-  }
-
- private:
-  void swap(PinnedBuffer& o) noexcept {
-    std::swap(host_, o.host_);
-    std::swap(device_, o.device_);
-    std::swap(bytes_, o.bytes_);
-  }
-  void* host_ = nullptr;
-  void* device_ = nullptr;
-  size_t bytes_ = 0;
-};
-
 // Host memory of either kind the pipeline levels need (engine::Pipeline):
 // pinned and mapped into the device address space (kernels may read and
 // write it; copies from it run asynchronously at full link rate), or plain
@@ -91,6 +50,11 @@ class HostBuffer {
  public:
   HostBuffer() = default;
   static Expected<HostBuffer> allocate(size_t bytes, HostMemory kind, const char* what);
+  // Pinned and mapped: page-locked so copies run at link rate, mapped so
+  // kernels can read and write it (sampled results land there).
+  static Expected<HostBuffer> allocate(size_t bytes, const char* what) {
+    return allocate(bytes, HostMemory::kPinnedMapped, what);
+  }
   ~HostBuffer();
   HostBuffer(HostBuffer&& o) noexcept { swap(o); }
   HostBuffer& operator=(HostBuffer&& o) noexcept {
@@ -124,6 +88,8 @@ class HostBuffer {
   size_t bytes_ = 0;
   HostMemory kind_ = HostMemory::kPinnedMapped;
 };
+
+using PinnedBuffer = HostBuffer;
 
 // Carves aligned sub-buffers out of one allocation (the workspaces).
 class Arena {
