@@ -190,7 +190,12 @@ run_table() {
   [[ $table == budget ]] && r0=$naive_runs
   local -a one=(--transport socket --batch 1)
   local -a four=(--max-batch 4 --batch-window-ms 10 --batch-policy window)
+  # Under the budget a naive step takes seconds (pageable copies of every
+  # streamed layer): its one run is not preceded by a warm-up run.
+  local w=$warmup
+  [[ $table == budget ]] && warmup=${ABLATION_NAIVE_WARMUP:-0}
   run_step "$table" 0 naive --pipeline naive --max-batch 1 -- "${one[@]}" --runs "$r0"
+  warmup=$w
   run_step "$table" 1 pinned --pipeline pinned --max-batch 1 -- "${one[@]}" --runs "$runs"
   run_step "$table" 2 async --pipeline async --max-batch 1 -- "${one[@]}" --runs "$runs"
   run_step "$table" 3 graphs --pipeline graphs --max-batch 1 -- "${one[@]}" --runs "$runs"

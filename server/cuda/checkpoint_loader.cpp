@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "cuda/checkpoint_stream.h"
@@ -288,6 +289,11 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
       extents.push_back({v->file_offset, v->bytes.size(), 2 * static_cast<uint64_t>(job->cols)});
     CheckpointStreamOptions options;
     options.reader = reader;
+    // Copies out of the page cache scale with threads, and at start-up
+    // loading is the machine's only work: every core, a read in flight each.
+    const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    if (options.reader.pread_threads == 0) options.reader.pread_threads = std::min(cores, 16);
+    options.slots = std::max(options.slots, options.reader.pread_threads);
     const auto st = RS_TRY(stream_checkpoint_rows(
         src.shard_path(shard), extents, staging.as(), kStagingBytes, stream,
         [&](const StagedRows& rows, cudaStream_t s) -> Status {

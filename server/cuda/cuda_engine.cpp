@@ -248,6 +248,13 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
                 engine::pipeline_name(pipeline), offload::offload_mode_name(mode));
       mode = offload::OffloadMode::kStream;
     }
+    // A budget that cannot work is refused before anything is measured
+    // (zero-copy needs the least memory).
+    offload::PlanRequest least = req;
+    least.strategy = mode == offload::OffloadMode::kStream ? offload::Strategy::kStream
+                                                           : offload::Strategy::kZeroCopy;
+    if (auto refused = offload::make_plan(footprint, least); !refused)
+      return std::move(refused).error();
     // Measured whatever the mode (0.1 s): auto decides by it, and the log
     // states the link floor of the plan.
     const auto link = RS_TRY(measure_link(e->stream_));

@@ -45,31 +45,43 @@ const cuda::CudaEngineStats& stats(const engine::Engine& e) {
   return dynamic_cast<const cuda::CudaEngineIntrospection&>(e).stats();
 }
 
-// The smallest budget (growing by 15 %) under which the engine keeps at
-// least one layer on the GPU and at least one in host memory: the planner
-// decides, the test only searches.
+// A budget under which the engine keeps at least one layer on the GPU and
+// at least one in host memory: the planner decides, the test only searches
+// (grow until accepted, then bisect between refused and fully resident).
 std::unique_ptr<engine::Engine> make_partly_offloaded(const model::ModelWeights& w, int max_batch,
                                                       const OffloadSetup& setup) {
   EngineOptions o = base_options(max_batch);
   o.offload = setup.offload;
   o.pipeline = setup.pipeline;
   o.ring_slots = setup.ring_slots;
-  for (uint64_t budget = 1 << 20; budget < (uint64_t{64} << 30); budget += budget / 7 + 1) {
+  // <0: refused, 0: partly offloaded (kept in `found`), >0: every layer resident.
+  std::unique_ptr<engine::Engine> found;
+  auto probe = [&](uint64_t budget) {
     o.gpu_memory_bytes = budget;
     auto e = cuda::create_cuda_engine(o, w, exact_tuning());
     if (!e) {
       EXPECT_EQ(e.error().code, Errc::kResourceExhausted) << e.error().to_string();
-      continue;
+      return -1;
     }
     const auto& s = stats(**e);
-    if (s.streamed_layers == 0) {
-      ADD_FAILURE() << "no budget left a layer in host memory";
-      return nullptr;
-    }
-    if (s.resident_layers > 0) return std::move(e).value();
+    if (s.streamed_layers == 0) return 1;
+    if (s.resident_layers == 0) return -1;
+    found = std::move(e).value();
+    return 0;
+  };
+  uint64_t lo = 1 << 20, hi = lo;
+  int r = -1;
+  while ((r = probe(hi)) < 0 && hi < (uint64_t{64} << 30)) {
+    lo = hi;
+    hi *= 2;
   }
-  ADD_FAILURE() << "no budget worked";
-  return nullptr;
+  while (r != 0 && hi - lo > 4096) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    r = probe(mid);
+    (r < 0 ? lo : hi) = mid;
+  }
+  EXPECT_TRUE(found) << "no budget gave a partly offloaded model";
+  return found;
 }
 
 std::vector<std::vector<int32_t>> prompts(int n, int vocab, uint64_t seed) {
