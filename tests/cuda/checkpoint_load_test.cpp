@@ -90,12 +90,15 @@ TEST_P(GpuLoad, OffloadedLayersMatchTheResidentLoad) {
   const auto dir = fixture_path("models/" + GetParam()).string();
   auto want = cuda::load_cuda_engine(options(), dir, {}, exact_tuning());
   ASSERT_TRUE(want) << want.error().to_string();
-  // Bisect for a budget that keeps some layers resident and some offloaded.
+  // Bisect for a budget that leaves layers in host memory.
   uint64_t lo = 1 << 20, hi = uint64_t{1} << 30;
   while (hi - lo > 4096) {
     const uint64_t mid = lo + (hi - lo) / 2;
     auto got = cuda::load_cuda_engine(options(mid), dir, {}, exact_tuning());
-    if (!got || stats(**got).resident_layers == 0) {
+    // Streaming through a 2-slot ring: a 2-layer model is all resident or
+    // all streamed (offload_test.cpp says why); either way the loader's
+    // host-side writes are what is checked.
+    if (!got) {
       lo = mid;
     } else if (stats(**got).streamed_layers == 0) {
       hi = mid;
@@ -104,7 +107,7 @@ TEST_P(GpuLoad, OffloadedLayersMatchTheResidentLoad) {
       return;
     }
   }
-  FAIL() << "no budget gave a partly offloaded model";
+  FAIL() << "no budget left a layer in host memory";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuLoad, ::testing::Values("tiny-qwen2-int8exact", "tiny-qwen2"),
