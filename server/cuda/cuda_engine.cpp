@@ -38,6 +38,11 @@ constexpr int kDefaultMaxContext = 4096;
 // in groups that fit.
 constexpr size_t kScoreBudget = 512u << 20;
 
+// Host buffers the engine copies from: pageable only in the naive pipeline.
+HostMemory host_memory_for(engine::Pipeline p) {
+  return p == engine::Pipeline::kNaive ? HostMemory::kPageable : HostMemory::kPinnedMapped;
+}
+
 class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
  public:
   ~CudaEngine() override {
@@ -131,10 +136,10 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
   Status upload_meta();
   // Makes the sampled results readable by the host after the pass.
   Status fetch_results();
+  // The second half of create(), once the weights are placed: the
+  // streamer, workspace, GEMV tuning, KV pool and forward pass.
   static Expected<std::unique_ptr<CudaEngine>> finish_create(std::unique_ptr<CudaEngine> e,
-                                                             LayerStreamer::Mode stream_mode,
-                                                             int64_t blocks, size_t bytes_per_block,
-                                                             HostMemory host_kind);
+                                                             LayerStreamer::Mode stream_mode);
 
   engine::EngineOptions options_;
   CudaTuning tuning_;
@@ -209,12 +214,14 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
     blocks = options.kv_budget_bytes / static_cast<int64_t>(bytes_per_block);
   if (blocks <= 0) blocks = static_cast<int64_t>(L.max_batch) * L.max_blocks_per_seq;
   if (blocks <= 0) return make_error(Errc::kInvalidArgument, "KV cache of 0 blocks");
+  e->kv_.blocks = blocks;
+  e->kv_.kv_stride = block_elems * blocks;
+  e->kv_.layer_stride = 2 * e->kv_.kv_stride;
 
   const engine::Pipeline pipeline = options.pipeline;
   const bool sync_pipeline =
       pipeline == engine::Pipeline::kNaive || pipeline == engine::Pipeline::kPinned;
-  const HostMemory host_kind =
-      pipeline == engine::Pipeline::kNaive ? HostMemory::kPageable : HostMemory::kPinnedMapped;
+  const HostMemory host_kind = host_memory_for(pipeline);
   log->info("cuda: pipeline {}", engine::pipeline_name(pipeline));
 
   size_t free_bytes = 0, total_bytes = 0;
@@ -248,13 +255,18 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
                 engine::pipeline_name(pipeline), offload::offload_mode_name(mode));
       mode = offload::OffloadMode::kStream;
     }
-    // A budget that cannot work is refused before anything is measured
-    // (zero-copy needs the least memory).
-    offload::PlanRequest least = req;
-    least.strategy = mode == offload::OffloadMode::kStream ? offload::Strategy::kStream
-                                                           : offload::Strategy::kZeroCopy;
-    if (auto refused = offload::make_plan(footprint, least); !refused)
-      return std::move(refused).error();
+    if (mode == offload::OffloadMode::kAuto) {
+      // Refused before anything is measured when even zero-copy, which
+      // needs the least memory, cannot fit.
+      offload::PlanRequest least = req;
+      least.strategy = offload::Strategy::kZeroCopy;
+      if (auto refused = offload::make_plan(footprint, least); !refused)
+        return std::move(refused).error();
+    } else {
+      req.strategy = mode == offload::OffloadMode::kZeroCopy ? offload::Strategy::kZeroCopy
+                                                             : offload::Strategy::kStream;
+      plan = RS_TRY(offload::make_plan(footprint, req));
+    }
     // Measured whatever the mode (0.1 s): auto decides by it, and the log
     // states the link floor of the plan.
     const auto link = RS_TRY(measure_link(e->stream_));
@@ -268,22 +280,16 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
       const auto decision = RS_TRY(offload::decide_offload(footprint, req, link));
       log->info("offload auto: {}", decision.reason);
       plan = decision.plan;
-    } else {
-      req.strategy = mode == offload::OffloadMode::kZeroCopy ? offload::Strategy::kZeroCopy
-                                                             : offload::Strategy::kStream;
-      plan = RS_TRY(offload::make_plan(footprint, req));
     }
     offload::log_plan(plan);
     e->stats_.plan_lines = plan.lines();
+    placement.device_layers = plan.resident_layers;
+    placement.embedding_on_host = !plan.embedding_resident;
     if (plan.streamed_layers() > 0) {
       const double rate =
           plan.strategy == offload::Strategy::kZeroCopy ? link.zerocopy_gbps : link.h2d_gbps;
       e->stats_.plan_lines.push_back(plan.floor_line(rate, 1));
       log->info("offload: {}", e->stats_.plan_lines.back());
-    }
-    placement.device_layers = plan.resident_layers;
-    placement.embedding_on_host = !plan.embedding_resident;
-    if (plan.streamed_layers() > 0) {
       e->stats_.offload_strategy = offload::strategy_name(plan.strategy);
       stream_mode = plan.strategy == offload::Strategy::kZeroCopy ? LayerStreamer::Mode::kZeroCopy
                                                                   : LayerStreamer::Mode::kRing;
@@ -299,15 +305,13 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   log->info("cuda: weights: {:.2f} GB on the GPU, {:.2f} GB in host memory; prefill weights {}",
             e->model_->device_bytes() / 1e9, e->model_->host_bytes() / 1e9,
             resident ? "resident bf16" : "dequantized per layer");
-  return finish_create(std::move(e), stream_mode, blocks, bytes_per_block, host_kind);
+  return finish_create(std::move(e), stream_mode);
 }
 
 Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<CudaEngine> e,
-                                                                LayerStreamer::Mode stream_mode,
-                                                                int64_t blocks,
-                                                                size_t bytes_per_block,
-                                                                HostMemory host_kind) {
+                                                                LayerStreamer::Mode stream_mode) {
   auto log = log::get("engine");
+  const HostMemory host_kind = host_memory_for(e->options_.pipeline);
   const auto& c = e->model_->config();
   const auto& options = e->options_;
   Limits& L = e->limits_;
@@ -327,12 +331,9 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
     log->info("cuda: decode GEMV shapes: {}", tuned);
   }
 
-  e->kv_.blocks = blocks;
-  const size_t block_elems = bytes_per_block / (2 * c.num_layers * sizeof(__nv_bfloat16));
-  e->kv_.kv_stride = block_elems * blocks;
-  e->kv_.layer_stride = 2 * e->kv_.kv_stride;
-  e->kv_.storage = RS_TRY(DeviceBuffer::allocate(bytes_per_block * blocks, "KV cache"));
-  e->blocks_ = KvBlocks(blocks);
+  const size_t kv_bytes = e->kv_.layer_stride * c.num_layers * sizeof(__nv_bfloat16);
+  e->kv_.storage = RS_TRY(DeviceBuffer::allocate(kv_bytes, "KV cache"));
+  e->blocks_ = KvBlocks(e->kv_.blocks);
   e->stats_.gpu_bytes = e->model_->device_bytes() + e->streamer_.ring_bytes() +
                         e->ws_->device.bytes() + e->ws_->meta_device.bytes() +
                         e->ws_->results_device.bytes() + e->kv_.storage.bytes();
@@ -364,8 +365,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
   e->info_.max_context = L.max_context;
   e->info_.max_batch = L.max_batch;
   e->info_.eos_token_ids = c.eos_token_ids;
-  log->info("cuda: {} KV blocks of {} tokens ({:.2f} GB), max_context {}, max_batch {}", blocks,
-            L.block_tokens, bytes_per_block * blocks / 1e9, L.max_context, L.max_batch);
+  log->info("cuda: {} KV blocks of {} tokens ({:.2f} GB), max_context {}, max_batch {}",
+            e->kv_.blocks, L.block_tokens, kv_bytes / 1e9, L.max_context, L.max_batch);
   return e;
 }
 
