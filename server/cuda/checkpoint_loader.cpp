@@ -1,11 +1,13 @@
 #include "cuda/checkpoint_loader.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cuda/checkpoint_stream.h"
@@ -28,18 +30,12 @@ using model::TensorView;
 // same size.
 constexpr size_t kStagingBytes = size_t{128} << 20;
 
-std::vector<float> to_floats(const TensorView& v) {
-  std::vector<float> out(v.numel());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = model::load_float(v.dtype, v.bytes.data(), i);
-  return out;
-}
-
 // Where the rows of one source tensor go in a fused linear.
 struct RowMap {
   int offset = 0;      // fused row of source row 0 (q, k, v stacked)
-  int interleave = 0;  // 0: contiguous; 1 / 2: gate / up rows in [gate 16 | up 16] groups
+  int interleave = 0;  // 0: contiguous; 1 / 2: gate / up rows, packed as the GEMV wants
   int fused(int r) const {
-    return interleave == 0 ? offset + r : (r / 16) * 32 + (interleave - 1) * 16 + r % 16;
+    return interleave == 0 ? offset + r : kernels::packed_gate_row(r) + (interleave - 1) * 16;
   }
 };
 
@@ -130,13 +126,6 @@ class Writer {
   float* scale_scratch_;
 };
 
-Status expect_shape(const TensorView& v, std::vector<int64_t> shape) {
-  if (!std::equal(v.shape.begin(), v.shape.end(), shape.begin(), shape.end()))
-    return make_error(Errc::kCorruptData, "{}: shape {}, expected {}", v.where(),
-                      model::shape_string(v.shape), model::shape_string(shape));
-  return ok();
-}
-
 // Copies host floats into a target that is device memory or host memory.
 Status put(void* dst, bool on_host, const std::vector<float>& v) {
   if (on_host) {
@@ -164,11 +153,7 @@ Expected<std::optional<GpuCheckpoint>> open_gpu_checkpoint(const std::string& sp
   ck.source = RS_TRY(model::TensorSource::open_dir(spec));
   if (model::is_ringserve_checkpoint(ck.source)) return say("already an INT8 checkpoint");
   for (const auto& t : model::hf_tensor_layout(ck.config)) {
-    const TensorView v = RS_TRY(ck.source.get(t.name));
-    RS_TRY_STATUS(expect_shape(v, t.shape));
-    if (!model::is_float_source(v.dtype))
-      return make_error(Errc::kCorruptData, "{}: dtype {} is not a float type", v.where(),
-                        model::dtype_name(v.dtype));
+    const TensorView v = RS_TRY(model::expect_tensor(ck.source, t.name, t.shape));
     if (t.shape.size() == 2 && v.dtype != model::DType::kBF16)
       return say(std::string("its matrices are ") + std::string(model::dtype_name(v.dtype)) +
                  ", the GPU quantizer reads bf16");
@@ -183,49 +168,53 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
   const auto t0 = std::chrono::steady_clock::now();
   const auto& c = ck.config;
   const auto& src = ck.source;
+  // The layer linears in model::kLayerLinears order (q, k, v, o, gate, up,
+  // down): where each one's rows go in the fused blobs.
+  const int qd = c.q_dim(), kvd = c.kv_dim(), H = c.hidden_size;
+  const auto shapes = model::layer_linear_shapes(c);
+  const std::array<RowMap, 7> maps{
+      {{0, 0}, {qd, 0}, {qd + kvd, 0}, {0, 0}, {0, 1}, {0, 2}, {0, 0}}};
+  const auto slots_of = [](const DeviceModel::Targets& t, size_t i) -> const LinearSlots& {
+    return i < 3 ? t.qkv : i == 3 ? t.o : i < 6 ? t.gate_up : t.down;
+  };
+  auto bias_name = [](int layer, size_t i) {
+    return model::layer_prefix(layer) + model::kLayerLinears[i].name + ".bias";
+  };
   LinearBiases biases;
   for (int l = 0; l < c.num_layers; ++l) {
-    const std::string p = model::layer_prefix(l);
-    for (const char* n : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"})
-      biases.qkv |= src.find(p + n + ".bias") != nullptr;
-    biases.o |= src.find(p + "self_attn.o_proj.bias") != nullptr;
+    for (size_t i = 0; i < 3; ++i) biases.qkv |= src.find(bias_name(l, i)) != nullptr;
+    biases.o |= src.find(bias_name(l, 3)) != nullptr;
   }
   DeviceModel m = RS_TRY(DeviceModel::allocate(c, biases, resident_bf16, false, placement));
   const auto& B = m.blob_layout();
 
-  // Norms and biases: small, converted on the host from the mapped file.
-  const int qd = c.q_dim(), kvd = c.kv_dim();
+  // Norms and biases: small, converted on the host from the mapped file. A
+  // fused linear's rows without a bias of their own get 0.
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = model::layer_prefix(l);
     RS_TRY_STATUS(put(m.input_norm_target(l), false,
-                      to_floats(RS_TRY(src.get(p + "input_layernorm.weight")))));
+                      RS_TRY(model::load_vector(src, p + "input_layernorm.weight", H))));
     RS_TRY_STATUS(put(m.post_norm_target(l), false,
-                      to_floats(RS_TRY(src.get(p + "post_attention_layernorm.weight")))));
-    if (biases.qkv) {
-      std::vector<float> bias(qd + 2 * kvd, 0.0f);
-      int off = 0;
-      for (const char* n : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}) {
-        const int rows = off == 0 ? qd : kvd;
-        if (const TensorView* v = src.find(p + n + ".bias")) {
-          RS_TRY_STATUS(expect_shape(*v, {rows}));
-          const auto f = to_floats(*v);
-          std::copy(f.begin(), f.end(), bias.begin() + off);
+                      RS_TRY(model::load_vector(src, p + "post_attention_layernorm.weight", H))));
+    for (const auto& [first, last, present, slots] :
+         {std::tuple{size_t{0}, size_t{3}, biases.qkv, B.qkv},
+          std::tuple{size_t{3}, size_t{4}, biases.o, B.o}}) {
+      if (!present) continue;
+      std::vector<float> bias;
+      for (size_t i = first; i < last; ++i) {
+        const int rows = shapes[i][0];
+        if (src.find(bias_name(l, i))) {
+          const auto b = RS_TRY(model::load_vector(src, bias_name(l, i), rows));
+          bias.insert(bias.end(), b.begin(), b.end());
+        } else {
+          bias.resize(bias.size() + rows, 0.0f);
         }
-        off += rows;
       }
-      RS_TRY_STATUS(put(m.layer_blob_target(l) + B.qkv.bias, m.on_host(l), bias));
-    }
-    if (biases.o) {
-      std::vector<float> bias(c.hidden_size, 0.0f);
-      if (const TensorView* v = src.find(p + "self_attn.o_proj.bias")) {
-        RS_TRY_STATUS(expect_shape(*v, {c.hidden_size}));
-        bias = to_floats(*v);
-      }
-      RS_TRY_STATUS(put(m.layer_blob_target(l) + B.o.bias, m.on_host(l), bias));
+      RS_TRY_STATUS(put(m.layer_blob_target(l) + slots.bias, m.on_host(l), bias));
     }
   }
   RS_TRY_STATUS(
-      put(m.final_norm_target(), false, to_floats(RS_TRY(src.get(model::kFinalNormName)))));
+      put(m.final_norm_target(), false, RS_TRY(model::load_vector(src, model::kFinalNormName, H))));
 
   // Every matrix: its destination, grouped by file in offset order.
   std::map<std::string, Job> jobs;
@@ -239,21 +228,15 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
     return j;
   };
   for (int l = 0; l < c.num_layers; ++l) {
-    const std::string p = model::layer_prefix(l);
-    const int H = c.hidden_size;
-    jobs[p + "self_attn.q_proj.weight"] = linear_job(l, B.qkv, {0, 0}, H);
-    jobs[p + "self_attn.k_proj.weight"] = linear_job(l, B.qkv, {qd, 0}, H);
-    jobs[p + "self_attn.v_proj.weight"] = linear_job(l, B.qkv, {qd + kvd, 0}, H);
-    jobs[p + "self_attn.o_proj.weight"] = linear_job(l, B.o, {0, 0}, qd);
-    jobs[p + "mlp.gate_proj.weight"] = linear_job(l, B.gate_up, {0, 1}, H);
-    jobs[p + "mlp.up_proj.weight"] = linear_job(l, B.gate_up, {0, 2}, H);
-    jobs[p + "mlp.down_proj.weight"] = linear_job(l, B.down, {0, 0}, c.intermediate_size);
+    for (size_t i = 0; i < model::kLayerLinears.size(); ++i)
+      jobs[model::layer_prefix(l) + model::kLayerLinears[i].name + ".weight"] =
+          linear_job(l, slots_of(B, i), maps[i], shapes[i][1]);
   }
   const bool have_head = src.find(model::kLmHeadName) != nullptr;
   {
     Job e;
     e.kind = Job::kEmbedding;
-    e.cols = c.hidden_size;
+    e.cols = H;
     e.base = m.embedding_target();
     e.on_host = m.embedding_on_host();
     e.also_head = !have_head;  // tied: the head is the quantized embedding
@@ -261,7 +244,7 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
   }
   if (have_head) {
     Job h;
-    h.cols = c.hidden_size;
+    h.cols = H;
     h.base = m.lm_head_target();
     h.slots = m.lm_head_slots();
     jobs[model::kLmHeadName] = h;

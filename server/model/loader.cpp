@@ -12,13 +12,9 @@
 #include "util/log.h"
 
 namespace ringserve::model {
-namespace {
-
-// Rows per parallel chunk for plain copies and conversions.
-constexpr size_t kCopyChunkRows = 256;
 
 Expected<TensorView> expect_tensor(const TensorSource& source, const std::string& name,
-                                   std::vector<int64_t> shape, bool quantized_int8 = false) {
+                                   std::vector<int64_t> shape, bool quantized_int8) {
   TensorView v = RS_TRY(source.get(name));
   if (!std::equal(v.shape.begin(), v.shape.end(), shape.begin(), shape.end()))
     return make_error(Errc::kCorruptData, "{}: shape {} but the config needs {}", v.where(),
@@ -40,6 +36,11 @@ Expected<std::vector<float>> load_vector(const TensorSource& source, const std::
   TensorView v = RS_TRY(expect_tensor(source, name, {size}));
   return to_floats(v);
 }
+
+namespace {
+
+// Rows per parallel chunk for plain copies and conversions.
+constexpr size_t kCopyChunkRows = 256;
 
 // Embeddings stay bf16; f16/f32 sources are rounded once, here.
 Embedding load_embedding(const TensorView& v, int threads) {

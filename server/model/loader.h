@@ -53,6 +53,17 @@ Expected<ModelWeights> load_model(const std::string& spec, const LoadOptions& op
 Expected<ModelWeights> load_from_source(const ModelConfig& config, const TensorSource& source,
                                         const LoadOptions& options);
 
+// The checks every loader applies to a named tensor (errors name the file
+// and the tensor): present, of exactly `shape`, and of a float dtype (BF16,
+// F16, F32), or I8 when quantized_int8.
+Expected<TensorView> expect_tensor(const TensorSource& source, const std::string& name,
+                                   std::vector<int64_t> shape, bool quantized_int8 = false);
+// A tensor's elements as fp32 (any float dtype).
+std::vector<float> to_floats(const TensorView& v);
+// expect_tensor for a 1-D tensor of `size` elements, as fp32.
+Expected<std::vector<float>> load_vector(const TensorSource& source, const std::string& name,
+                                         int size);
+
 // The tensor names and shapes a Hugging Face Qwen2 checkpoint of this config
 // holds, in a stable order (embed, layers 0..N-1, norm, lm_head unless tied).
 struct ExpectedTensor {
