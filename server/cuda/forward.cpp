@@ -42,6 +42,25 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
                                 ws_.sample_scratch, ws_.sample_out, stream);
 }
 
+// RoPE + KV write of layer `layer` for `ntok` rows of the step metadata.
+kernels::RopeKvArgs Forward::rope_args(int layer, int ntok) const {
+  const auto& c = m_.config();
+  kernels::RopeKvArgs r;
+  r.ntok = ntok;
+  r.num_heads = c.num_heads;
+  r.num_kv_heads = c.num_kv_heads;
+  r.head_dim = c.head_dim;
+  r.rope_theta = static_cast<float>(c.rope_theta);
+  r.inv_freq = ws_.rope_inv_freq;
+  r.positions = ws_.dev_meta.positions;
+  r.slots = ws_.dev_meta.slots;
+  r.block_tokens = ws_.limits.block_tokens;
+  r.q_out = ws_.q;
+  r.k_cache = kv_.k(layer);
+  r.v_cache = kv_.v(layer);
+  return r;
+}
+
 Status Forward::decode(int batch, cudaStream_t stream) {
   const auto& c = m_.config();
   const auto& L = ws_.limits;
@@ -59,19 +78,7 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32, pdl_),
         layer.qkv.gemv, stream));
-    kernels::RopeKvArgs r;
-    r.ntok = batch;
-    r.num_heads = c.num_heads;
-    r.num_kv_heads = c.num_kv_heads;
-    r.head_dim = c.head_dim;
-    r.rope_theta = static_cast<float>(c.rope_theta);
-    r.inv_freq = ws_.rope_inv_freq;
-    r.positions = meta.positions;
-    r.slots = meta.slots;
-    r.block_tokens = L.block_tokens;
-    r.q_out = ws_.q;
-    r.k_cache = kv_.k(l);
-    r.v_cache = kv_.v(l);
+    kernels::RopeKvArgs r = rope_args(l, batch);
     r.pdl = pdl_;
     RS_TRY_STATUS(kernels::rope_kv_write(ws_.qkv_f32, layer.qkv.rows, r, stream));
     kernels::DecodeAttentionArgs a;
@@ -161,19 +168,7 @@ Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, ntok, H, eps,
                                                nullptr, stream));
     RS_TRY_STATUS(linear_prefill(layer.qkv, ntok, ws_.xn, stream));
-    kernels::RopeKvArgs r;
-    r.ntok = ntok;
-    r.num_heads = c.num_heads;
-    r.num_kv_heads = c.num_kv_heads;
-    r.head_dim = c.head_dim;
-    r.rope_theta = static_cast<float>(c.rope_theta);
-    r.inv_freq = ws_.rope_inv_freq;
-    r.positions = meta.positions;
-    r.slots = meta.slots;
-    r.block_tokens = L.block_tokens;
-    r.q_out = ws_.q;
-    r.k_cache = kv_.k(l);
-    r.v_cache = kv_.v(l);
+    kernels::RopeKvArgs r = rope_args(l, ntok);
     r.k_out = ws_.k;
     r.v_out = ws_.v;
     RS_TRY_STATUS(kernels::rope_kv_write(ws_.gemm_out, layer.qkv.rows, layer.qkv.scale,

@@ -12,6 +12,7 @@
 #include "cuda/layer_streamer.h"
 #include "cuda/workspace.h"
 #include "ringserve/common/expected.h"
+#include "rope_kv.h"
 
 namespace ringserve::cuda {
 
@@ -43,6 +44,7 @@ class Forward {
 
  private:
   Status logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream);
+  kernels::RopeKvArgs rope_args(int layer, int ntok) const;
   Status linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloat16* x,
                         cudaStream_t stream);
 
