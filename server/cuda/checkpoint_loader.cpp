@@ -164,7 +164,7 @@ Expected<std::optional<GpuCheckpoint>> open_gpu_checkpoint(const std::string& sp
 Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool resident_bf16,
                                                 const WeightPlacement& placement,
                                                 cudaStream_t stream, CheckpointLoadStats* stats,
-                                                const io::ReaderOptions& reader) {
+                                                const CheckpointReadOptions& read) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto& c = ck.config;
   const auto& src = ck.source;
@@ -187,6 +187,7 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
   }
   DeviceModel m = RS_TRY(DeviceModel::allocate(c, biases, resident_bf16, false, placement));
   const auto& B = m.blob_layout();
+  const auto t_allocated = std::chrono::steady_clock::now();
 
   // Norms and biases: small, converted on the host from the mapped file. A
   // fused linear's rows without a bias of their own get 0.
@@ -249,6 +250,7 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
     h.slots = m.lm_head_slots();
     jobs[model::kLmHeadName] = h;
   }
+  const auto t_small = std::chrono::steady_clock::now();
   auto staging = RS_TRY(DeviceBuffer::allocate(kStagingBytes, "load staging"));
   auto q_scratch = RS_TRY(DeviceBuffer::allocate(kStagingBytes / 2, "load scratch"));
   const size_t min_cols = std::min({c.hidden_size, qd, c.intermediate_size});
@@ -257,6 +259,8 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
   Writer writer(m, stream, q_scratch.as<int8_t>(), scale_scratch.as<float>());
 
   CheckpointLoadStats total;
+  double stream_seconds = 0, setup_seconds = 0;
+  const auto t_streams = std::chrono::steady_clock::now();
   for (size_t shard = 0; shard < src.shard_count(); ++shard) {
     std::vector<std::pair<const TensorView*, const Job*>> order;
     for (const auto& [name, job] : jobs) {
@@ -271,12 +275,13 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
     for (const auto& [v, job] : order)
       extents.push_back({v->file_offset, v->bytes.size(), 2 * static_cast<uint64_t>(job->cols)});
     CheckpointStreamOptions options;
-    options.reader = reader;
+    options.reader = read.reader;
     // Copies out of the page cache scale with threads, and at start-up
     // loading is the machine's only work: every core, a read in flight each.
     const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
     if (options.reader.pread_threads == 0) options.reader.pread_threads = std::min(cores, 16);
-    options.slots = std::max(options.slots, options.reader.pread_threads);
+    options.slot_bytes = read.slot_bytes;
+    options.slots = read.slots > 0 ? read.slots : options.reader.pread_threads + 8;
     const auto st = RS_TRY(stream_checkpoint_rows(
         src.shard_path(shard), extents, staging.as(), kStagingBytes, stream,
         [&](const StagedRows& rows, cudaStream_t s) -> Status {
@@ -286,10 +291,21 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
         options));
     total.bytes += st.bytes;
     total.method = io::method_name(st.method);
+    stream_seconds += st.seconds;
+    setup_seconds += st.setup_seconds;
   }
+  const auto t_streamed = std::chrono::steady_clock::now();
   RS_TRY_STATUS(m.finish(!have_head && c.tie_word_embeddings, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t_end = std::chrono::steady_clock::now();
+  total.seconds = std::chrono::duration<double>(t_end - t0).count();
+  using Seconds = std::chrono::duration<double>;
+  log::get("model")->info(
+      "load phases: device allocation {:.3f} s, norms and biases {:.3f} s, staging {:.3f} s, "
+      "slots {:.3f} s, streaming {:.3f} s, finishing {:.3f} s",
+      Seconds(t_allocated - t0).count(), Seconds(t_small - t_allocated).count(),
+      Seconds(t_streams - t_small).count(), setup_seconds, stream_seconds,
+      Seconds(t_end - t_streamed).count());
   log::get("model")->info(
       "{}: {:.2f} GB read and quantized on the GPU in {:.2f} s ({:.1f} GB/s, {})",
       src.description(), total.bytes / 1e9, total.seconds,

@@ -39,9 +39,19 @@ struct CheckpointLoadStats {
   std::string method;  // the reader's path, e.g. "O_DIRECT + io_uring"
 };
 
+// How the file is read. Pinning host memory is slow on some machines (about
+// 1 GB/s on the H200 VM: 512 MiB of slots took 0.45-0.5 s, as long as
+// reading 15 GB from the page cache), so the slots are small: enough for
+// one read in flight per thread and a few copies queued behind them.
+struct CheckpointReadOptions {
+  io::ReaderOptions reader;  // pread_threads 0: one per core, at most 16
+  size_t slot_bytes = size_t{4} << 20;
+  int slots = 0;  // 0: pread threads + 8
+};
+
 Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& checkpoint, bool resident_bf16,
                                                 const WeightPlacement& placement,
                                                 cudaStream_t stream, CheckpointLoadStats* stats,
-                                                const io::ReaderOptions& reader = {});
+                                                const CheckpointReadOptions& read = {});
 
 }  // namespace ringserve::cuda

@@ -54,6 +54,7 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
     return make_error(Errc::kInvalidArgument, "checkpoint stream: {} slots", options.slots);
   const size_t slot_bytes = (std::max<size_t>(options.slot_bytes, 1) + io::kDirectAlignment - 1) /
                             io::kDirectAlignment * io::kDirectAlignment;
+  const auto setup_start = std::chrono::steady_clock::now();
   auto planner =
       RS_TRY(io::RowBlockPlanner::create({tensors.begin(), tensors.end()}, staging_bytes));
   auto reader = RS_TRY(io::FileReader::open(file, options.reader));
@@ -108,10 +109,13 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   CheckpointStreamStats stats;
   stats.bytes = range.length;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.setup_seconds = std::chrono::duration<double>(start - setup_start).count();
   stats.method = range.length > 0 ? read.method : reader.method();
-  log::get("io")->info("{}: {} tensors, {:.1f} MiB to the GPU in {:.3f} s: {:.2f} GB/s ({})",
-                       file.string(), tensors.size(), stats.bytes / 1048576.0, stats.seconds,
-                       stats.gb_per_s(), io::method_name(stats.method));
+  log::get("io")->info(
+      "{}: {} tensors, {:.1f} MiB to the GPU in {:.3f} s: {:.2f} GB/s ({}; {} slots of {} MiB "
+      "pinned in {:.3f} s before)",
+      file.string(), tensors.size(), stats.bytes / 1048576.0, stats.seconds, stats.gb_per_s(),
+      io::method_name(stats.method), options.slots, slot_bytes >> 20, stats.setup_seconds);
   return stats;
 }
 

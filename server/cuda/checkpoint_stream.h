@@ -41,8 +41,9 @@ struct CheckpointStreamOptions {
 };
 
 struct CheckpointStreamStats {
-  uint64_t bytes = 0;  // read from the file: the tensors and the gaps between them
-  double seconds = 0;  // from the first read to the stream's completion
+  uint64_t bytes = 0;        // read from the file: the tensors and the gaps between them
+  double seconds = 0;        // from the first read to the stream's completion
+  double setup_seconds = 0;  // before it: opening the file, pinning the slots
   io::Method method = io::Method::kPreadBuffered;
   double gb_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
 };

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,21 @@ inline void check(cudaError_t err, const char* what) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(err));
     std::exit(1);
   }
+}
+
+inline void* dmalloc(size_t bytes) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), "cudaMalloc");
+  return p;
+}
+
+// Random bytes (never zeros: see METHOD.md) so timings are those of real
+// data; the patterns are finite as bf16 and fp32.
+inline void fill_random(void* p, size_t bytes, uint64_t seed) {
+  std::vector<uint32_t> host((bytes + 3) / 4);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  for (auto& v : host) v = rng() & 0x3f7f3f7fu;
+  check(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), "fill");
 }
 
 // Median milliseconds of `iters` runs of fn (each run timed with events
@@ -41,6 +57,40 @@ inline double median_ms(const std::function<void()>& fn, int iters, int warmup =
   return t[t.size() / 2];
 }
 
+// Milliseconds per call of fn(stream) inside a CUDA graph: `reps` calls
+// captured back to back into one graph, the graph replayed `replays` times
+// between two events (median of 5 such timings). This is what a kernel costs
+// in the engine's decode graph: no launch latency, no events around it.
+inline double graph_ms(const std::function<void(cudaStream_t)>& fn, int reps, int replays = 5) {
+  cudaStream_t s;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  cudaGraph_t graph;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+  for (int i = 0; i < reps; ++i) fn(s);
+  check(cudaStreamEndCapture(s, &graph), "end capture");
+  cudaGraphExec_t exec;
+  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "event");
+  check(cudaEventCreate(&b), "event");
+  check(cudaGraphLaunch(exec, s), "launch");  // warm-up (and upload)
+  std::vector<float> t(5);
+  for (auto& ms : t) {
+    check(cudaEventRecord(a, s), "record");
+    for (int r = 0; r < replays; ++r) check(cudaGraphLaunch(exec, s), "launch");
+    check(cudaEventRecord(b, s), "record");
+    check(cudaEventSynchronize(b), "sync");
+    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2] / replays / reps;
+}
+
 struct Ceilings {
   double copy_gbs = 0;  // bytes read + written per second, device to device
   double read_gbs = 0;  // read-only
@@ -48,7 +98,9 @@ struct Ceilings {
 
 Ceilings measure_ceilings();
 void run_kernel_bench(const Ceilings& c, bool quick);
+void run_graph_bench(const Ceilings& c);
 void run_engine_bench(const Ceilings& c, int decode_steps);
+void run_prefetch_sweep(const Ceilings& c, int decode_steps);
 void run_decode_profile(int batch);
 
 // Small-VRAM mode (offload_bench.cpp, `cuda_bench --offload`).
@@ -73,7 +125,8 @@ int run_offload_bench(const OffloadBenchOptions& options);
 struct LoadBenchOptions {
   std::string dir;
   int repeats = 1;
-  std::string gpu_memory;  // "" = no budget
+  std::string gpu_memory;   // "" = no budget
+  bool slot_sweep = false;  // also 8, 2 and 32 MiB reader slots
 };
 int run_load_bench(const LoadBenchOptions& options);
 

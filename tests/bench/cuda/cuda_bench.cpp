@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-kernels", skip_kernels, "skip the per-kernel benchmark");
   app.add_flag("--skip-engine", skip_engine, "skip the engine benchmark");
   app.add_flag("--quick", quick, "fewer kernel configurations");
+  bool prefetch_sweep = false;
+  app.add_flag("--prefetch-sweep", prefetch_sweep,
+               "only the ceilings and decode under each L2 prefetch setting");
+  bool graph_only = false;
+  app.add_flag("--in-graph", graph_only,
+               "only the ceilings and the decode kernels timed inside CUDA graphs");
   app.add_option("--decode-steps", decode_steps,
                  "decode steps per measurement (context 512 -> 512+N)");
   app.add_option("--profile-decode", profile_batch,
@@ -91,6 +97,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--gpu-memory", load.gpu_memory, "--load: GPU memory budget (default: none)");
+  app.add_flag("--slot-sweep", load.slot_sweep,
+               "--load: also time 8, 2 and 32 MiB reader slots (default 4 MiB)");
   CLI11_PARSE(app, argc, argv);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -104,7 +112,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   const auto ceilings = ringserve::bench::measure_ceilings();
-  if (!skip_kernels) ringserve::bench::run_kernel_bench(ceilings, quick);
+  if (prefetch_sweep) {
+    ringserve::bench::run_prefetch_sweep(ceilings, decode_steps);
+    return 0;
+  }
+  if (graph_only) {
+    ringserve::bench::run_graph_bench(ceilings);
+    return 0;
+  }
+  if (!skip_kernels) {
+    ringserve::bench::run_kernel_bench(ceilings, quick);
+    ringserve::bench::run_graph_bench(ceilings);
+  }
   if (!skip_engine) ringserve::bench::run_engine_bench(ceilings, decode_steps);
   return 0;
 }

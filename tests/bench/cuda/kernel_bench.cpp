@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "attention.h"
+#include "attention_inputs.h"
 #include "bench.h"
 #include "gemm_cublas.h"
-#include "gemv_w8a16.h"
+#include "gemv_inputs.h"
 #include "model/rope_frequencies.h"
 #include "norm.h"
 #include "quantize.h"
@@ -22,59 +23,17 @@ namespace {
 
 using kernels::GemvEpilogue;
 
-void* dmalloc(size_t bytes) {
-  void* p = nullptr;
-  check(cudaMalloc(&p, bytes), "cudaMalloc");
-  return p;
-}
-
-// Random bytes (never zeros) so timings are those of real data.
-void fill_random(void* p, size_t bytes, uint64_t seed) {
-  std::vector<uint32_t> host((bytes + 3) / 4);
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  for (auto& v : host) v = rng() & 0x3f7f3f7fu;  // finite bf16/fp32 patterns
-  check(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), "fill");
-}
-
-struct Shape {
-  const char* name;
-  int rows, cols;
-  GemvEpilogue epi;
-};
-
 void gemv_bench(const Ceilings& c, bool quick) {
-  const Shape shapes[] = {{"qkv 4608x3584", 4608, 3584, GemvEpilogue::kStoreF32},
-                          {"o 3584x3584", 3584, 3584, GemvEpilogue::kResidualAddF32},
-                          {"gate_up 37888x3584", 37888, 3584, GemvEpilogue::kSiluMulBf16},
-                          {"down 3584x18944", 3584, 18944, GemvEpilogue::kResidualAddF32},
-                          {"lm_head 152064x3584", 152064, 3584, GemvEpilogue::kStoreF32}};
+  std::vector<GemvShape> shapes(std::begin(kLayerGemvs), std::end(kLayerGemvs));
+  shapes.push_back(kHeadGemv);
   std::printf("\n== W8A16 GEMV (weights rotated over >= 512 MB so L2 never holds them)\n");
   std::printf("  %-22s %5s %-10s %9s %8s %7s %7s   %s\n", "shape", "batch", "best", "us", "GB/s",
               "%copy", "%read", "(reference variant: original kernel, default shape)");
   for (const auto& s : shapes) {
     const size_t wbytes = static_cast<size_t>(s.rows) * s.cols;
     const int copies = static_cast<int>(std::max<size_t>(2, (size_t{512} << 20) / wbytes + 1));
-    std::vector<void*> w(copies);
-    for (int i = 0; i < copies; ++i) {
-      w[i] = dmalloc(wbytes);
-      fill_random(w[i], wbytes, i);
-    }
-    void* scale = dmalloc(4 * s.rows);
-    std::vector<float> hs(s.rows, 0.01f);
-    check(cudaMemcpy(scale, hs.data(), 4 * s.rows, cudaMemcpyHostToDevice), "scale");
-    void* x = dmalloc(2 * 8 * static_cast<size_t>(s.cols));
-    fill_random(x, 2 * 8 * static_cast<size_t>(s.cols), 99);
-    void* out = dmalloc(4 * 8 * static_cast<size_t>(s.rows));
-    check(cudaMemset(out, 0, 4 * 8 * static_cast<size_t>(s.rows)), "memset");
+    const GemvInputs in(s, copies);
     for (int batch : {1, 4, 8}) {
-      kernels::GemvArgs a;
-      a.scale = static_cast<float*>(scale);
-      a.rows = s.rows;
-      a.cols = s.cols;
-      a.x = static_cast<__nv_bfloat16*>(x);
-      a.batch = batch;
-      a.out = out;
-      a.epilogue = s.epi;
       const auto def = kernels::default_gemv_config(s.rows, s.cols, s.epi);
       double best_ms = 1e30, def_ms = 0;
       kernels::GemvConfig best{};
@@ -91,8 +50,7 @@ void gemv_bench(const Ceilings& c, bool quick) {
             int it = 0;
             const double ms = median_ms(
                 [&] {
-                  a.w = static_cast<int8_t*>(w[it++ % copies]);
-                  if (!kernels::gemv_w8a16(a, cfg, nullptr)) std::exit(1);
+                  if (!kernels::gemv_w8a16(in.args(it++, batch), cfg, nullptr)) std::exit(1);
                 },
                 40);
             if (ms < best_ms) {
@@ -106,7 +64,7 @@ void gemv_bench(const Ceilings& c, bool quick) {
           }
         }
       }
-      const double bytes = wbytes + 4.0 * s.rows;
+      const double bytes = in.bytes_read();
       char cfgs[32];
       std::snprintf(cfgs, sizeof cfgs, "t%dw%du%d", best.tiles, best.warps, best.unroll);
       std::printf(
@@ -116,15 +74,11 @@ void gemv_bench(const Ceilings& c, bool quick) {
           def.tiles, def.warps, def.unroll, def_ms * 1e3, bytes / def_ms / 1e6);
       if (batch == 1) std::printf("    all (us):%s\n", all.c_str());
     }
-    for (void* p : w) cudaFree(p);
-    cudaFree(scale);
-    cudaFree(x);
-    cudaFree(out);
   }
 }
 
 void attention_bench(const Ceilings& c) {
-  const int H = 28, KVH = 4, D = 128, BT = 16;
+  using A = AttentionInputs;
   for (int ctx : {512, 768, 4096}) {
     std::printf("\n== decode attention (paged, bf16 KV, context %d)\n", ctx);
     // split 16 and 64: fixed splits and a combine kernel; negative: the fused
@@ -133,65 +87,22 @@ void attention_bench(const Ceilings& c) {
     // CudaTuning::attention_splits = 32).
     for (int split : {16, 64, -64, -32, -16, -8})
       for (int B : {1, 4}) {
-        const bool fused = split < 0;
-        const int target = -split;
-        const int max_blocks = ctx / BT + 1, nblocks = B * max_blocks;
-        const size_t cache = static_cast<size_t>(nblocks) * KVH * BT * D;
-        void* k = dmalloc(2 * cache);
-        void* v = dmalloc(2 * cache);
-        fill_random(k, 2 * cache, 1);
-        fill_random(v, 2 * cache, 2);
-        void* q = dmalloc(2 * B * H * D);
-        fill_random(q, 2 * B * H * D, 3);
-        std::vector<int32_t> tables(B * max_blocks), lens(B, ctx);
-        for (int i = 0; i < B * max_blocks; ++i) tables[i] = i;
-        void* dt = dmalloc(4 * tables.size());
-        void* dl = dmalloc(4 * B);
-        check(cudaMemcpy(dt, tables.data(), 4 * tables.size(), cudaMemcpyHostToDevice), "t");
-        check(cudaMemcpy(dl, lens.data(), 4 * B, cudaMemcpyHostToDevice), "l");
-        const int max_splits = fused ? kernels::decode_max_splits(4096, 16, target) : 4096 / split;
-        void* po = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * D);
-        void* pml = dmalloc(4 * static_cast<size_t>(B) * H * max_splits * 2);
-        void* out = dmalloc(2 * B * H * D);
-        void* counters = dmalloc(4 * B * KVH);
-        check(cudaMemset(counters, 0, 4 * B * KVH), "counters");
-        kernels::DecodeAttentionArgs a;
-        a.q = static_cast<__nv_bfloat16*>(q);
-        a.k_cache = static_cast<__nv_bfloat16*>(k);
-        a.v_cache = static_cast<__nv_bfloat16*>(v);
-        a.block_tables = static_cast<int32_t*>(dt);
-        a.max_blocks_per_seq = max_blocks;
-        a.context_lens = static_cast<int32_t*>(dl);
-        a.batch = B;
-        a.num_heads = H;
-        a.num_kv_heads = KVH;
-        a.head_dim = D;
-        a.block_tokens = BT;
-        a.split_tokens = fused ? 16 : split;
-        a.max_splits = max_splits;
-        if (fused) {
-          a.split_counters = static_cast<int*>(counters);
-          a.target_splits = target;
-        }
-        a.partial_o = static_cast<float*>(po);
-        a.partial_ml = static_cast<float*>(pml);
-        a.out = static_cast<__nv_bfloat16*>(out);
+        const AttentionInputs in(B, ctx, split);
         const double ms = median_ms(
             [&] {
-              if (!kernels::attention_decode(a, nullptr)) std::exit(1);
+              if (!kernels::attention_decode(in.args(), nullptr)) std::exit(1);
             },
             50);
-        const double bytes = 2.0 * B * ctx * KVH * D * 2;
+        const double bytes = 2.0 * B * ctx * A::kKvHeads * A::kHeadDim * 2;
         char label[32];
-        if (fused)
-          std::snprintf(label, sizeof label, "fused ~%d splits", target);
+        if (split < 0)
+          std::snprintf(label, sizeof label, "fused ~%d splits", -split);
         else
           std::snprintf(label, sizeof label, "split %d + combine", split);
         std::printf(
             "  %-20s batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of "
             "read)\n",
             label, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
-        for (void* p : {k, v, q, dt, dl, po, pml, out, counters}) cudaFree(p);
       }
   }
 }

@@ -318,29 +318,47 @@ int run_load_bench(const LoadBenchOptions& opt) {
   std::printf("== load_cuda_engine %s%s%s\n", opt.dir.c_str(),
               opt.gpu_memory.empty() ? "" : ", --gpu-memory ", opt.gpu_memory.c_str());
   int rc = 0;
-  for (int i = 0; i < opt.repeats; ++i) {
-    model::LoadOptions lo;
-    const auto t0 = Clock::now();
-    auto e = cuda::load_cuda_engine(o, opt.dir, lo);
-    const double wall = seconds_since(t0);
-    if (!e) {
-      std::printf("  load %d failed after %.2f s: %s\n", i + 1, wall,
-                  e.error().to_string().c_str());
-      std::printf("RESULT load run=%d error=\"%s\"\n", i + 1, e.error().to_string().c_str());
-      rc = 1;
-      continue;
+  // The default reader slots first, then larger ones (the previous default
+  // was 16 x 32 MiB), to show what pinning them costs.
+  struct Slots {
+    size_t mib;
+    int count;
+  };
+  std::vector<Slots> variants = {{4, 0}};
+  if (opt.slot_sweep) variants.insert(variants.end(), {{8, 0}, {2, 0}, {32, 16}});
+  for (const Slots& v : variants) {
+    cuda::CudaTuning tuning;
+    tuning.load_slot_bytes = v.mib << 20;
+    tuning.load_slots = v.count;
+    std::printf("-- reader slots: %zu MiB x %s\n", v.mib,
+                v.count ? std::to_string(v.count).c_str() : "(threads + 8)");
+    for (int i = 0; i < opt.repeats; ++i) {
+      model::LoadOptions lo;
+      const auto t0 = Clock::now();
+      auto e = cuda::load_cuda_engine(o, opt.dir, lo, tuning);
+      const double wall = seconds_since(t0);
+      if (!e) {
+        std::printf("  load %d failed after %.2f s: %s\n", i + 1, wall,
+                    e.error().to_string().c_str());
+        std::printf("RESULT load run=%d error=\"%s\"\n", i + 1, e.error().to_string().c_str());
+        rc = 1;
+        continue;
+      }
+      const auto& s = stats(**e);
+      const double gbs = s.load_seconds > 0 ? s.load_bytes / s.load_seconds / 1e9 : 0.0;
+      std::printf(
+          "  load %d: %.3f GB in %.3f s = %.1f GB/s (target >= 40 from the page cache) via %s; "
+          "wall %.3f s incl. engine set-up; %.2f GB weights on the GPU\n",
+          i + 1, s.load_bytes / 1e9, s.load_seconds, gbs,
+          s.load_method.empty() ? "(host path)" : s.load_method.c_str(), wall,
+          s.weight_bytes / 1e9);
+      std::printf(
+          "RESULT load run=%d slot_mib=%zu bytes=%llu seconds=%.4f gbs=%.2f method=\"%s\" "
+          "wall_s=%.4f\n",
+          i + 1, v.mib, static_cast<unsigned long long>(s.load_bytes), s.load_seconds, gbs,
+          s.load_method.c_str(), wall);
+      std::fflush(stdout);
     }
-    const auto& s = stats(**e);
-    const double gbs = s.load_seconds > 0 ? s.load_bytes / s.load_seconds / 1e9 : 0.0;
-    std::printf(
-        "  load %d: %.3f GB in %.3f s = %.1f GB/s (target >= 40 from the page cache) via %s; "
-        "wall %.3f s incl. engine set-up; %.2f GB weights on the GPU\n",
-        i + 1, s.load_bytes / 1e9, s.load_seconds, gbs,
-        s.load_method.empty() ? "(host path)" : s.load_method.c_str(), wall, s.weight_bytes / 1e9);
-    std::printf("RESULT load run=%d bytes=%llu seconds=%.4f gbs=%.2f method=\"%s\" wall_s=%.4f\n",
-                i + 1, static_cast<unsigned long long>(s.load_bytes), s.load_seconds, gbs,
-                s.load_method.c_str(), wall);
-    std::fflush(stdout);
   }
   return rc;
 }

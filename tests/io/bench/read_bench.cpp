@@ -2,8 +2,10 @@
 // read twice (the second from a warm page cache for the buffered paths;
 // O_DIRECT bypasses the cache and measures the device).
 //
-//   read_bench FILE [--create GB] [--slot MiB] [--slots N] [--threads N]
+//   read_bench FILE [--create GB] [--slot MiB] [--slots N] [--threads N] [--warm 1]
 //
+// --warm 1 runs only the buffered paths, without dropping the file from the
+// page cache first: the page-cache copy rate alone, for a file that is cached.
 // --create writes FILE with GB gigabytes (1e9) of pseudo-random data first.
 // Run 0 of each method starts cold (the file's pages dropped from the page
 // cache with fadvise), run 1 warm (the file left cached by run 0 for the
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   const std::string path = argv[1];
   size_t slot_mib = 8, nslots = 8;
   int threads = 0;
+  bool warm_only = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--create")) {
       if (!create(path, std::atof(argv[i + 1]))) {
@@ -69,6 +72,8 @@ int main(int argc, char** argv) {
       slot_mib = std::strtoul(argv[i + 1], nullptr, 10);
     } else if (!std::strcmp(argv[i], "--threads")) {
       threads = std::atoi(argv[i + 1]);
+    } else if (!std::strcmp(argv[i], "--warm")) {
+      warm_only = std::atoi(argv[i + 1]) != 0;
     } else if (!std::strcmp(argv[i], "--slots")) {
       nslots = std::strtoul(argv[i + 1], nullptr, 10);
     }
@@ -81,7 +86,8 @@ int main(int argc, char** argv) {
     buffers.push_back(std::move(*b));
     slots.push_back(buffers.back().span());
   }
-  std::printf("file %s, %zu slots of %zu MiB\n", path.c_str(), nslots, slot_mib);
+  std::printf("file %s, %zu slots of %zu MiB, %d threads%s\n", path.c_str(), nslots, slot_mib,
+              threads, warm_only ? ", warm page cache only" : "");
   struct Case {
     io::Backend backend;
     io::DirectIo direct;
@@ -92,7 +98,8 @@ int main(int argc, char** argv) {
                         {io::Backend::kPread, io::DirectIo::kOn},
                         {io::Backend::kPread, io::DirectIo::kOff}};
   for (const Case& c : cases) {
-    drop_cache(path);
+    if (warm_only && c.direct != io::DirectIo::kOff) continue;
+    if (!warm_only) drop_cache(path);
     auto reader = io::FileReader::open(path, io::ReaderOptions{c.backend, c.direct, threads});
     if (!reader) {
       std::printf("%-8s direct=%-3s unavailable: %s\n", io::backend_name(c.backend),
@@ -114,8 +121,8 @@ int main(int argc, char** argv) {
       }
       std::printf("%-4s %-22s %s: %.2f GB in %.3f s = %.2f GB/s (checksum %llu)\n",
                   c.backend == io::Backend::kAuto ? "auto" : "", io::method_name(stats->method),
-                  run == 0 ? "cold" : "warm", stats->bytes / 1e9, stats->seconds, stats->gb_per_s(),
-                  static_cast<unsigned long long>(checksum));
+                  run == 0 && !warm_only ? "cold" : "warm", stats->bytes / 1e9, stats->seconds,
+                  stats->gb_per_s(), static_cast<unsigned long long>(checksum));
     }
   }
   return 0;

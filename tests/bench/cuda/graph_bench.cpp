@@ -1,0 +1,189 @@
+// What each decode kernel costs inside a CUDA graph, where the engine runs
+// it: kernels captured back to back and replayed, so neither the launch
+// latency nor the events around a lone launch (several microseconds, which
+// kernel_bench's per-launch numbers include) are counted. Then the decode
+// step's GEMVs alone (28 layers of distinct weights and the head) as one
+// graph: the floor the step's other kernels are added to.
+#include <cuda_bf16.h>
+
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "attention_inputs.h"
+#include "bench.h"
+#include "gemv_inputs.h"
+#include "model/rope_frequencies.h"
+#include "norm.h"
+#include "rope_kv.h"
+
+namespace ringserve::bench {
+namespace {
+
+using kernels::GemvArgs;
+using kernels::GemvConfig;
+using kernels::GemvEpilogue;
+
+constexpr int kLayers = 28;
+
+// A GEMV family's inputs (one weight copy per layer) and its fastest launch
+// shapes inside a graph.
+struct Family {
+  explicit Family(const GemvShape& s, int copies) : in(s, copies) {}
+  GemvInputs in;
+  GemvConfig best{};
+  double best_us[2] = {0, 0};  // batch 1, 4
+};
+
+void run(const Family& f, int copy, int batch, const GemvConfig& cfg, cudaStream_t s) {
+  if (!kernels::gemv_w8a16(f.in.args(copy, batch), cfg, s)) std::exit(1);
+}
+
+// Every launch shape of one family, in a graph of `reps` launches over
+// distinct weight copies; picks the fastest per batch.
+void time_family(Family& f, const Ceilings& c) {
+  const GemvShape& shape = f.in.shape();
+  const double bytes = f.in.bytes_read();
+  const int reps = f.in.copies();
+  std::printf("  %-8s %6dx%-6d", shape.name, shape.rows, shape.cols);
+  for (int bi = 0; bi < 2; ++bi) {
+    const int batch = bi == 0 ? 1 : 4;
+    double best = 1e30;
+    GemvConfig best_cfg{};
+    for (int tiles : {1, 2})
+      for (int warps : {4, 8, 16})
+        for (int unroll : {0, 2, 4, 8}) {
+          const GemvConfig cfg{tiles, warps, unroll};
+          if (!kernels::gemv_config_valid(cfg)) continue;
+          if (shape.epi == GemvEpilogue::kSiluMulBf16 && tiles == 1) continue;
+          int i = 0;
+          const double ms = graph_ms([&](cudaStream_t s) { run(f, i++, batch, cfg, s); }, reps);
+          if (ms < best) {
+            best = ms;
+            best_cfg = cfg;
+          }
+        }
+    f.best_us[bi] = best * 1e3;
+    if (bi == 0) f.best = best_cfg;
+    std::printf(" | b%d t%dw%du%d %6.1f us %5.0f GB/s %5.1f%%", batch, best_cfg.tiles,
+                best_cfg.warps, best_cfg.unroll, best * 1e3, bytes / best / 1e6,
+                100 * bytes / best / 1e6 / c.copy_gbs);
+  }
+  std::printf("\n");
+}
+
+void gemv_in_graph(const Ceilings& c) {
+  std::printf("\n== decode GEMVs inside a graph (%d distinct weight copies per shape)\n", kLayers);
+  std::vector<std::unique_ptr<Family>> fams;
+  for (const auto& s : kLayerGemvs) fams.push_back(std::make_unique<Family>(s, kLayers));
+  Family head(kHeadGemv, 4);
+  for (auto& f : fams) time_family(*f, c);
+  time_family(head, c);
+
+  // The step's GEMVs alone, layer after layer, as the engine orders them.
+  double bytes = 0;
+  for (const auto& f : fams) bytes += kLayers * f->in.bytes_read();
+  bytes += head.in.bytes_read();
+  for (int batch : {1, 4}) {
+    const double ms = graph_ms(
+        [&](cudaStream_t s) {
+          for (int l = 0; l < kLayers; ++l)
+            for (const auto& f : fams) run(*f, l, batch, f->best, s);
+          run(head, 0, batch == 1 ? 2 : 2 * batch, head.best, s);
+        },
+        1, 10);
+    double sum_us = 0;
+    for (const auto& f : fams) sum_us += kLayers * f->best_us[batch == 1 ? 0 : 1];
+    std::printf(
+        "  GEMVs of one decode step, batch %d: %.3f ms (%.0f GB/s, %.1f%% of copy; "
+        "bytes/copy = %.3f ms; sum of the per-shape times %.3f ms + head)\n",
+        batch, ms, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.copy_gbs, bytes / c.copy_gbs / 1e6,
+        sum_us / 1e3);
+  }
+}
+
+void small_kernels_in_graph() {
+  std::printf("\n== other decode kernels inside a graph (28 back to back, per call)\n");
+  const int H = 3584;
+  void* x = dmalloc(4 * 8 * H);
+  void* w = dmalloc(4 * H);
+  void* y = dmalloc(2 * 8 * H);
+  fill_random(x, 4 * 8 * H, 1);
+  fill_random(w, 4 * H, 2);
+  for (int rows : {1, 4}) {
+    const double ms = graph_ms(
+        [&](cudaStream_t s) {
+          if (!kernels::rmsnorm_f32_to_bf16(static_cast<float*>(x), static_cast<float*>(w),
+                                            static_cast<__nv_bfloat16*>(y), rows, H, 1e-6f, nullptr,
+                                            s))
+            std::exit(1);
+        },
+        kLayers);
+    std::printf("  rmsnorm %dx%d: %.2f us\n", rows, H, ms * 1e3);
+  }
+  for (void* p : {x, w, y}) cudaFree(p);
+
+  using A = AttentionInputs;
+  const int width = (A::kHeads + 2 * A::kKvHeads) * A::kHeadDim;
+  for (int ctx : {512, 768}) {
+    for (int B : {1, 4}) {
+      const AttentionInputs in(B, ctx, -32);  // the engine's default split
+      void* qkv = dmalloc(4 * static_cast<size_t>(B) * width);
+      fill_random(qkv, 4 * static_cast<size_t>(B) * width, 3);
+      // Each sequence writes its newest key at the end of its own blocks.
+      const int max_blocks = in.args().max_blocks_per_seq;
+      std::vector<int32_t> pos(B, ctx - 1), slot(B);
+      for (int b = 0; b < B; ++b) slot[b] = b * max_blocks * A::kBlockTokens + ctx - 1;
+      void* dpos = dmalloc(4 * B);
+      void* dslot = dmalloc(4 * B);
+      check(cudaMemcpy(dpos, pos.data(), 4 * B, cudaMemcpyHostToDevice), "pos");
+      check(cudaMemcpy(dslot, slot.data(), 4 * B, cudaMemcpyHostToDevice), "slot");
+      const auto freq = model::rope_inv_freq(A::kHeadDim, 1000000.0);
+      void* dfreq = dmalloc(4 * freq.size());
+      check(cudaMemcpy(dfreq, freq.data(), 4 * freq.size(), cudaMemcpyHostToDevice), "freq");
+
+      kernels::RopeKvArgs r;
+      r.ntok = B;
+      r.num_heads = A::kHeads;
+      r.num_kv_heads = A::kKvHeads;
+      r.head_dim = A::kHeadDim;
+      r.rope_theta = 1000000.0f;
+      r.inv_freq = static_cast<float*>(dfreq);
+      r.positions = static_cast<int32_t*>(dpos);
+      r.slots = static_cast<int32_t*>(dslot);
+      r.block_tokens = A::kBlockTokens;
+      r.q_out = in.q();
+      r.k_cache = in.k_cache();
+      r.v_cache = in.v_cache();
+      auto rope = [&](cudaStream_t s) {
+        if (!kernels::rope_kv_write(static_cast<float*>(qkv), width, r, s)) std::exit(1);
+      };
+      auto attend = [&](cudaStream_t s) {
+        if (!kernels::attention_decode(in.args(), s)) std::exit(1);
+      };
+      const double rope_ms = graph_ms(rope, kLayers);
+      const double attn_ms = graph_ms(attend, kLayers);
+      const double both_ms = graph_ms(
+          [&](cudaStream_t s) {
+            rope(s);
+            attend(s);
+          },
+          kLayers);
+      std::printf(
+          "  context %d, batch %d: rope_kv %.2f us, attention %.2f us, the two in sequence "
+          "%.2f us (x28 = %.3f ms per step)\n",
+          ctx, B, rope_ms * 1e3, attn_ms * 1e3, both_ms * 1e3, both_ms * kLayers);
+      for (void* p : {qkv, dpos, dslot, dfreq}) cudaFree(p);
+    }
+  }
+}
+
+}  // namespace
+
+void run_graph_bench(const Ceilings& c) {
+  gemv_in_graph(c);
+  small_kernels_in_graph();
+}
+
+}  // namespace ringserve::bench
