@@ -153,7 +153,6 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
   KvPool kv_;
   KvBlocks blocks_;
   LayerStreamer streamer_;
-  L2Prefetch prefetch_;
   std::unique_ptr<Forward> forward_;
   std::vector<cudaGraphExec_t> graphs_;  // [batch], captured on first use
   std::vector<Sequence> seqs_;           // admission order
@@ -356,11 +355,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
   const bool pdl = e->tuning_.pdl && cc_major >= 9;
   if (e->tuning_.pdl && !pdl)
     log->info("cuda: programmatic dependent launch needs sm_90; not used");
-  e->prefetch_ = RS_TRY(L2Prefetch::create(*e->model_, e->tuning_.l2_prefetch_bytes,
-                                           e->tuning_.l2_prefetch_next_qkv));
   e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, pdl,
-                                          streamed > 0 ? &e->streamer_ : nullptr,
-                                          e->prefetch_.enabled() ? &e->prefetch_ : nullptr);
+                                          streamed > 0 ? &e->streamer_ : nullptr);
   e->graphs_.assign(L.max_batch + 1, nullptr);
 
   e->info_.backend = "cuda";

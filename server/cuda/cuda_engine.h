@@ -38,12 +38,6 @@ struct CudaTuning {
   // a launch gap and a DRAM latency per GEMV. Off by default until measured
   // on the H200 (tests/bench/cuda/engine_bench.cpp reports both).
   bool pdl = false;
-  // Warm L2 with upcoming decode weights on a side stream (l2_prefetch.h):
-  // up to this many bytes per layer while rope and attention run (o_proj,
-  // then the start of gate/up), and the next layer's qkv during the down
-  // GEMV. 0 / false: off.
-  size_t l2_prefetch_bytes = 0;
-  bool l2_prefetch_next_qkv = false;
   // Pinned slots of the checkpoint reader (load_cuda_engine; see
   // CheckpointReadOptions): bytes each, and how many (0: threads + 8).
   size_t load_slot_bytes = size_t{4} << 20;

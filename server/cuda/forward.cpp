@@ -78,7 +78,6 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32, pdl_),
         layer.qkv.gemv, stream));
-    if (prefetch_) RS_TRY_STATUS(prefetch_->after_qkv(l, stream));
     kernels::RopeKvArgs r = rope_args(l, batch);
     r.pdl = pdl_;
     RS_TRY_STATUS(kernels::rope_kv_write(ws_.qkv_f32, layer.qkv.rows, r, stream));
@@ -113,14 +112,12 @@ Status Forward::decode(int batch, cudaStream_t stream) {
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16, pdl_),
         layer.gate_up.gemv, stream));
-    if (prefetch_) RS_TRY_STATUS(prefetch_->after_gate_up(l, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32, pdl_),
         layer.down.gemv, stream));
     if (streamer_) RS_TRY_STATUS(streamer_->after_layer(l, stream));
   }
   if (streamer_) RS_TRY_STATUS(streamer_->end_pass(stream));
-  if (prefetch_) RS_TRY_STATUS(prefetch_->join(stream));
   return logits_and_sample(batch, nullptr, stream);
 }
 

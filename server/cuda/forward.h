@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/device_model.h"
-#include "cuda/l2_prefetch.h"
 #include "cuda/layer_streamer.h"
 #include "cuda/workspace.h"
 #include "ringserve/common/expected.h"
@@ -31,17 +30,10 @@ class Forward {
  public:
   // pdl: launch the decode GEMVs with programmatic dependent launch (see
   // kernels::GemvArgs::pdl; sm_90 only). streamer: brings host-resident
-  // layers in (null when every layer is on the GPU). prefetch: warms L2
-  // with upcoming decode weights (null: off).
+  // layers in (null when every layer is on the GPU).
   Forward(const DeviceModel& model, Workspace& ws, const KvPool& kv, cublasHandle_t cublas,
-          bool pdl = false, LayerStreamer* streamer = nullptr, L2Prefetch* prefetch = nullptr)
-      : m_(model),
-        ws_(ws),
-        kv_(kv),
-        cublas_(cublas),
-        pdl_(pdl),
-        streamer_(streamer),
-        prefetch_(prefetch) {}
+          bool pdl = false, LayerStreamer* streamer = nullptr)
+      : m_(model), ws_(ws), kv_(kv), cublas_(cublas), pdl_(pdl), streamer_(streamer) {}
 
   // Decode `batch` sequences: inputs in dev_meta rows [0, batch).
   Status decode(int batch, cudaStream_t stream);
@@ -62,7 +54,6 @@ class Forward {
   cublasHandle_t cublas_;
   bool pdl_ = false;
   LayerStreamer* streamer_ = nullptr;
-  L2Prefetch* prefetch_ = nullptr;
 };
 
 }  // namespace ringserve::cuda

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -92,13 +93,28 @@ double page_cache_fraction(int fd, uint64_t size) {
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) return -1.0;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> resident((size + page - 1) / page);
-  const int rc = ::mincore(map, size, resident.data());
+  const uint64_t pages = (size + page - 1) / page;
+  constexpr uint64_t kWindows = 512, kWindowPages = 64;
+  const bool sample = size > (uint64_t{256} << 20) && pages > kWindows * kWindowPages;
+  const uint64_t windows = sample ? kWindows : 1;
+  const uint64_t window_pages = sample ? kWindowPages : pages;
+  std::vector<unsigned char> resident(window_pages);
+  size_t cached = 0, asked = 0;
+  for (uint64_t w = 0; w < windows; ++w) {
+    // Window w starts at page floor(w * (pages - window) / (windows - 1)):
+    // the first at the start of the file, the last at its end.
+    const uint64_t first = windows == 1 ? 0 : w * (pages - window_pages) / (windows - 1);
+    const uint64_t n = std::min(window_pages, pages - first);
+    const uint64_t bytes = std::min<uint64_t>(n * page, size - first * page);
+    if (::mincore(static_cast<char*>(map) + first * page, bytes, resident.data()) != 0) {
+      ::munmap(map, size);
+      return -1.0;
+    }
+    for (uint64_t i = 0; i < n; ++i) cached += resident[i] & 1u;
+    asked += n;
+  }
   ::munmap(map, size);
-  if (rc != 0) return -1.0;
-  size_t cached = 0;
-  for (unsigned char r : resident) cached += r & 1u;
-  return static_cast<double>(cached) / static_cast<double>(resident.size());
+  return static_cast<double>(cached) / static_cast<double>(asked);
 }
 
 Expected<Fd> reopen_buffered(const std::filesystem::path& path) {

@@ -44,7 +44,9 @@ struct OpenedFile {
 Expected<OpenedFile> open_for_read(const std::filesystem::path& path, bool want_direct);
 
 // Fraction of the file's pages in the page cache (mmap + mincore, which
-// reads nothing), or a negative value when the kernel will not say.
+// reads nothing), or a negative value when the kernel will not say. Files
+// over 256 MiB are sampled (512 evenly spaced windows of 64 pages): asking
+// about every page of a 15 GB checkpoint took 0.12 s, a fifth of loading it.
 double page_cache_fraction(int fd, uint64_t size);
 
 // The same file opened again without O_DIRECT (the fallback after a read

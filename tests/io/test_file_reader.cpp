@@ -232,6 +232,33 @@ TEST(ReaderAuto, CachedFilesAreReadBufferedColdOnesDirect) {
       << method_name(reader->method());
 }
 
+// Over 256 MiB the fraction is sampled: a file whose first third alone is
+// cached must read about a third, not 0 or 1. Sparse, so the test writes
+// almost nothing; reading a hole still puts its pages in the cache.
+TEST(PageCacheFraction, SampledForLargeFiles) {
+  ringserve::testing::TempDir dir;
+  const auto path = dir.path() / "sparse";
+  const uint64_t size = uint64_t{384} << 20;
+  {
+    const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+    ::close(fd);
+  }
+  evict(path);
+  auto opened = open_for_read(path, false);
+  ASSERT_TRUE(opened);
+  const double before = page_cache_fraction(opened->fd.get(), opened->size);
+  if (before > 0.05) GTEST_SKIP() << "the kernel kept the pages (" << before << ")";
+  std::vector<char> buf(size_t{1} << 20);
+  for (uint64_t off = 0; off < size / 3; off += buf.size())
+    ASSERT_EQ(::pread(opened->fd.get(), buf.data(), buf.size(), static_cast<off_t>(off)),
+              static_cast<ssize_t>(buf.size()));
+  const double third = page_cache_fraction(opened->fd.get(), opened->size);
+  if (third < 0) GTEST_SKIP() << "mincore refused";
+  EXPECT_NEAR(third, 1.0 / 3, 0.05);
+}
+
 TEST(ReaderAuto, PicksAWorkingPath) {
   ringserve::testing::TempDir dir;
   const auto content = testing::random_bytes(50'000, 7);

@@ -100,7 +100,6 @@ Ceilings measure_ceilings();
 void run_kernel_bench(const Ceilings& c, bool quick);
 void run_graph_bench(const Ceilings& c);
 void run_engine_bench(const Ceilings& c, int decode_steps);
-void run_prefetch_sweep(const Ceilings& c, int decode_steps);
 void run_decode_profile(int batch);
 
 // Small-VRAM mode (offload_bench.cpp, `cuda_bench --offload`).
@@ -129,5 +128,8 @@ struct LoadBenchOptions {
   bool slot_sweep = false;  // also 8, 2 and 32 MiB reader slots
 };
 int run_load_bench(const LoadBenchOptions& options);
+
+// `cuda_bench --register-probe FILE`: register_probe.cpp.
+int run_register_probe(const std::string& path, size_t chunk_mib);
 
 }  // namespace ringserve::bench

@@ -56,9 +56,6 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-kernels", skip_kernels, "skip the per-kernel benchmark");
   app.add_flag("--skip-engine", skip_engine, "skip the engine benchmark");
   app.add_flag("--quick", quick, "fewer kernel configurations");
-  bool prefetch_sweep = false;
-  app.add_flag("--prefetch-sweep", prefetch_sweep,
-               "only the ceilings and decode under each L2 prefetch setting");
   bool graph_only = false;
   app.add_flag("--in-graph", graph_only,
                "only the ceilings and the decode kernels timed inside CUDA graphs");
@@ -97,6 +94,12 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--gpu-memory", load.gpu_memory, "--load: GPU memory budget (default: none)");
+  std::string register_probe;
+  size_t probe_chunk_mib = 256;
+  app.add_option("--register-probe", register_probe,
+                 "only time registering a mapped file's page cache with CUDA and copying from it");
+  app.add_option("--probe-chunk-mib", probe_chunk_mib, "--register-probe: chunk size")
+      ->capture_default_str();
   app.add_flag("--slot-sweep", load.slot_sweep,
                "--load: also time 8, 2 and 32 MiB reader slots (default 4 MiB)");
   CLI11_PARSE(app, argc, argv);
@@ -105,6 +108,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no CUDA device\n");
     return 77;
   }
+  if (!register_probe.empty())
+    return ringserve::bench::run_register_probe(register_probe, probe_chunk_mib);
   if (!load.dir.empty()) return ringserve::bench::run_load_bench(load);
   if (offload) return ringserve::bench::run_offload_bench(off);
   if (profile_batch > 0) {
@@ -112,10 +117,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   const auto ceilings = ringserve::bench::measure_ceilings();
-  if (prefetch_sweep) {
-    ringserve::bench::run_prefetch_sweep(ceilings, decode_steps);
-    return 0;
-  }
   if (graph_only) {
     ringserve::bench::run_graph_bench(ceilings);
     return 0;

@@ -180,32 +180,6 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
   }
 }
 
-void run_prefetch_sweep(const Ceilings& c, int decode_steps) {
-  std::printf("\n== decode with L2 prefetch of upcoming weights (CudaTuning::l2_prefetch_*)\n");
-  auto w = model::load_model("synthetic:deepseek-r1-distill-qwen-7b", {});
-  if (!w) std::exit(1);
-  const double weight_bytes = static_cast<double>(w->linear_bytes());
-  std::mt19937_64 rng(99);
-  struct Variant {
-    size_t mb;
-    bool next_qkv;
-  };
-  for (const Variant v :
-       {Variant{0, false}, Variant{13, false}, Variant{0, true}, Variant{13, true},
-        Variant{24, true}, Variant{40, true}, Variant{40, false}}) {
-    cuda::CudaTuning t;
-    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
-    t.l2_prefetch_bytes = v.mb << 20;
-    t.l2_prefetch_next_qkv = v.next_qkv;
-    auto e = make(*w, t);
-    char label[64];
-    std::snprintf(label, sizeof label, "(prefetch %zu MiB%s)", v.mb,
-                  v.next_qkv ? " + next qkv" : "");
-    decode_bench(*e, 1, decode_steps, weight_bytes, c, label, rng);
-    decode_bench(*e, 4, decode_steps, weight_bytes, c, label, rng);
-  }
-}
-
 void run_decode_profile(int batch) {
   // A few decode steps without graphs between cudaProfilerStart/Stop, for
   // `ncu --profile-from-start off`: each kernel's own duration at batch
