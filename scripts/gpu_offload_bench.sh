@@ -94,7 +94,7 @@ for t in cuda_engine_test cuda_offload_test checkpoint_stream_test; do
   grep -q "ringserve_add_test($t\b" "$root"/tests/cuda/CMakeLists.txt 2> /dev/null &&
     gpu_tests+=("$t")
 done
-targets=(cuda_bench ringserve ringbench)
+targets=(cuda_bench ringserve ringbench read_bench)
 want tests && targets+=("${gpu_tests[@]}")
 (
   # shellcheck source=/dev/null
@@ -173,6 +173,14 @@ if want load; then
       rc=$((rc | (r != 0)))
       note "load $run: rc=$r $(grep -E '^RESULT load' "$out/load_bench.log" | tail -1)"
     done
+    # The ceiling of a copying reader: pread threads out of the page cache
+    # into memory, with no GPU work at all.
+    if (($(left) > 60)); then
+      echo "== page-cache copy rate alone (read_bench --warm 1)" >> "$out/load_bench.log"
+      timeout "$(allow 40)" "$bin/read_bench" "$ckpt/model.safetensors" --warm 1 \
+        --threads "$(nproc)" --slots 24 --slot 4 >> "$out/load_bench.log" 2>&1
+      note "page cache alone: $(grep -E 'pread .*warm' "$out/load_bench.log" | tail -1)"
+    fi
     if sync && { echo 1 > /proc/sys/vm/drop_caches; } 2> /dev/null; then
       if (($(left) < 60)); then
         note "load cold: skipped (budget)"
