@@ -282,6 +282,8 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
     if (options.reader.pread_threads == 0) options.reader.pread_threads = std::min(cores, 16);
     options.slot_bytes = read.slot_bytes;
     options.slots = read.slots > 0 ? read.slots : options.reader.pread_threads + 8;
+    options.page_cache_dma = read.page_cache_dma;
+    options.dma = read.dma;
     const auto st = RS_TRY(stream_checkpoint_rows(
         src.shard_path(shard), extents, staging.as(), kStagingBytes, stream,
         [&](const StagedRows& rows, cudaStream_t s) -> Status {
@@ -290,7 +292,7 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
         },
         options));
     total.bytes += st.bytes;
-    total.method = io::method_name(st.method);
+    total.method = st.page_cache_dma ? "page cache DMA" : io::method_name(st.method);
     stream_seconds += st.seconds;
     setup_seconds += st.setup_seconds;
   }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cuda/device_model.h"
+#include "cuda/page_cache_dma.h"
 #include "io/file_reader.h"
 #include "model/config.h"
 #include "model/tensor_source.h"
@@ -47,6 +48,10 @@ struct CheckpointReadOptions {
   io::ReaderOptions reader;  // pread_threads 0: one per core, at most 16
   size_t slot_bytes = size_t{4} << 20;
   int slots = 0;  // 0: pread threads + 8
+  // A cached file: copy straight out of the page cache (page_cache_dma.h)
+  // instead of through the slots.
+  bool page_cache_dma = false;
+  PageCacheDmaOptions dma;
 };
 
 Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& checkpoint, bool resident_bf16,

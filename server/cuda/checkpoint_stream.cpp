@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <variant>
+
+#include <fmt/format.h>
 #include <vector>
 
 #include "cuda/device_memory.h"
@@ -35,8 +38,9 @@ class SlotEvents {
   std::vector<cudaEvent_t> events_;
 };
 
-// On every exit, copies from the pinned slots may still be in flight; the
-// slots must outlive them, so the stream is drained before they are freed.
+// On every exit, copies from the pinned slots (or registered page cache)
+// may still be in flight; the memory must outlive them, so the stream is
+// drained before it is freed.
 struct StreamDrain {
   cudaStream_t stream;
   ~StreamDrain() { cudaStreamSynchronize(stream); }
@@ -60,15 +64,23 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   auto reader = RS_TRY(io::FileReader::open(file, options.reader));
   const io::ByteRange range = planner.range();
 
-  // cudaHostAlloc is page-aligned, so every slot is 4096-aligned as O_DIRECT needs.
-  auto pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * options.slots, "checkpoint slots"));
-  std::vector<std::span<std::byte>> slots;
-  for (int i = 0; i < options.slots; ++i)
-    slots.emplace_back(pinned.host<std::byte>() + i * slot_bytes, slot_bytes);
+  const bool dma =
+      options.page_cache_dma && !io::uses_direct_io(reader.method()) && range.length > 0;
   SlotEvents events;
-  RS_TRY_STATUS(events.create(slots.size()));
+  RS_TRY_STATUS(events.create(std::max<size_t>(options.slots, dma ? options.dma.ahead : 0)));
+  // Declared before the drain, so on every exit the stream is drained
+  // before the slots are freed.
+  std::optional<PinnedBuffer> pinned;
+  std::vector<std::span<std::byte>> slots;
+  const auto pin_slots = [&]() -> Status {
+    // cudaHostAlloc is page-aligned, so every slot is 4096-aligned as O_DIRECT needs.
+    pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * options.slots, "checkpoint slots"));
+    for (int i = 0; i < options.slots; ++i)
+      slots.emplace_back(pinned->host<std::byte>() + i * slot_bytes, slot_bytes);
+    return ok();
+  };
+  if (!dma) RS_TRY_STATUS(pin_slots());
   StreamDrain drain{stream};
-
   auto* stage = static_cast<std::byte*>(staging);
   std::vector<io::PlanStep> steps;
   const auto on_chunk = [&](const io::Chunk& c) -> Status {
@@ -100,8 +112,26 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   };
 
   const auto start = std::chrono::steady_clock::now();
-  const io::ReadStats read =
-      RS_TRY(reader.read(range.offset, range.length, slots, on_chunk, before_reuse));
+  io::ReadStats read;
+  bool dma_done = false;
+  if (dma) {
+    std::vector<cudaEvent_t> dma_events(options.dma.ahead);
+    for (size_t i = 0; i < dma_events.size(); ++i) dma_events[i] = events[i];
+    auto r = read_page_cache_dma(file, range.offset, range.length, dma_events, stream, on_chunk,
+                                 options.dma);
+    if (r) {
+      read = *r;
+      dma_done = true;
+    } else if (r.error().code == Errc::kUnsupported) {
+      log::get("io")->info("{}; copying out of the page cache instead", r.error().message);
+    } else {
+      return std::move(r).error();
+    }
+  }
+  if (!dma_done) {
+    if (!pinned) RS_TRY_STATUS(pin_slots());
+    read = RS_TRY(reader.read(range.offset, range.length, slots, on_chunk, before_reuse));
+  }
   if (!planner.done())
     return make_error(Errc::kInternal, "{}: the read ended before every row was staged",
                       file.string());
@@ -111,11 +141,14 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats.setup_seconds = std::chrono::duration<double>(start - setup_start).count();
   stats.method = range.length > 0 ? read.method : reader.method();
+  stats.page_cache_dma = dma_done;
   log::get("io")->info(
-      "{}: {} tensors, {:.1f} MiB to the GPU in {:.3f} s: {:.2f} GB/s ({}; {} slots of {} MiB "
-      "pinned in {:.3f} s before)",
+      "{}: {} tensors, {:.1f} MiB to the GPU in {:.3f} s: {:.2f} GB/s ({}; set-up {:.3f} s)",
       file.string(), tensors.size(), stats.bytes / 1048576.0, stats.seconds, stats.gb_per_s(),
-      io::method_name(stats.method), options.slots, slot_bytes >> 20, stats.setup_seconds);
+      dma_done ? "page cache, registered for DMA"
+               : fmt::format("{}, {} pinned slots of {} MiB", io::method_name(stats.method),
+                             options.slots, slot_bytes >> 20),
+      stats.setup_seconds);
   return stats;
 }
 

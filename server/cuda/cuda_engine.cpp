@@ -619,6 +619,10 @@ Expected<std::unique_ptr<engine::Engine>> load_cuda_engine(const engine::EngineO
     CheckpointReadOptions read;
     read.slot_bytes = tuning.load_slot_bytes;
     read.slots = tuning.load_slots;
+    read.page_cache_dma = tuning.load_page_cache_dma;
+    read.dma.chunk_bytes = tuning.load_dma_chunk_bytes;
+    read.dma.threads = tuning.load_dma_threads;
+    read.dma.ahead = std::max(8, 2 * tuning.load_dma_threads);
     return load_checkpoint_to_device(*checkpoint, resident, placement, stream, &st, read);
   };
   auto e = RS_TRY(CudaEngine::create(options, checkpoint->config, make, tuning));

@@ -42,6 +42,11 @@ struct CudaTuning {
   // CheckpointReadOptions): bytes each, and how many (0: threads + 8).
   size_t load_slot_bytes = size_t{4} << 20;
   int load_slots = 0;
+  // Copy a cached checkpoint to the GPU straight out of the page cache
+  // (page_cache_dma.h): chunk size and registering threads.
+  bool load_page_cache_dma = false;
+  size_t load_dma_chunk_bytes = size_t{64} << 20;
+  int load_dma_threads = 4;
   // Time the decode GEMV shapes at start-up (gemv_tuning.h). Off: every
   // GEMV keeps its default shape, so two engines compute bit for bit the
   // same (tests comparing placements rely on it).
