@@ -29,18 +29,10 @@ for a in "$@"; do
   esac
 done
 
-t0=$(date +%s)
 budget=${GPU_BENCH_BUDGET_S:-480}  # whole call
-elapsed() { echo $(( $(date +%s) - t0 )); }
-# Seconds a stage may take: its own cap, but never past the overall budget.
-allow() {
-  local left=$(( budget - $(elapsed) ))
-  (( left < 5 )) && left=5
-  (( $1 < left )) && echo "$1" || echo "$left"
-}
-summary=$out/summary.txt
-: > "$summary"
-note() { echo "$*" | tee -a "$summary"; }
+reserve=0
+# shellcheck source-path=SCRIPTDIR source=lib/stage_budget.sh
+source "$root/scripts/lib/stage_budget.sh"
 
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv \
   | tee "$out/device.txt"

@@ -47,20 +47,10 @@ while (($#)); do
 done
 want() { [[ ,$stages, == *,$1,* ]]; }
 
-t0=$(date +%s)
 budget=${GPU_OFFLOAD_BUDGET_S:-570}
-elapsed() { echo $(($(date +%s) - t0)); }
-left() { echo $((budget - $(elapsed))); }
-# Seconds a stage may take: its own cap, but never past the overall budget
-# (less the packing at the end).
-allow() {
-  local l=$(($(left) - 10))
-  ((l < 5)) && l=5
-  (($1 < l)) && echo "$1" || echo "$l"
-}
-summary=$out/summary.txt
-: > "$summary"
-note() { echo "$*" | tee -a "$summary"; }
+reserve=10  # packing the logs at the end
+# shellcheck source-path=SCRIPTDIR source=lib/stage_budget.sh
+source "$root/scripts/lib/stage_budget.sh"
 rc=0
 
 # At the end, whatever is not a headline file goes into logs.tar.gz: the

@@ -197,6 +197,31 @@ TEST_P(CudaGolden, AllCasesBatchedTogether) {
   for (size_t i = 0; i < cases.size(); ++i) expect_golden_greedy(out[i], cases[i], i);
 }
 
+// Runs the same two greedy prompts on both engines for `steps` steps: the
+// tokens must match, and with logit_tol >= 0 each row's logits too (relative
+// L2, against a's).
+void expect_engines_agree(engine::Engine& a, engine::Engine& b, const std::vector<int32_t>& p1,
+                          const std::vector<int32_t>& p2, int steps, double logit_tol) {
+  for (auto* e : {&a, &b}) {
+    ASSERT_TRUE(e->add({1, p1, steps, {}}));
+    ASSERT_TRUE(e->add({2, p2, steps, {}}));
+  }
+  for (int s = 0; s < steps; ++s) {
+    auto ra = a.step(), rb = b.step();
+    ASSERT_TRUE(ra && rb);
+    ASSERT_EQ(ra->tokens.size(), rb->tokens.size());
+    for (size_t i = 0; i < ra->tokens.size(); ++i)
+      EXPECT_EQ(ra->tokens[i].token, rb->tokens[i].token) << "step " << s;
+    if (logit_tol < 0) continue;
+    for (int row = 0; row < 2; ++row) {
+      auto la = introspect(a).last_logits(row), lb = introspect(b).last_logits(row);
+      ASSERT_TRUE(la && lb);
+      const std::vector<double> want(la->begin(), la->end());
+      EXPECT_LE(rel_l2(*lb, want), logit_tol) << "step " << s << " row " << row;
+    }
+  }
+}
+
 // Programmatic dependent launch changes only when kernels start, never what
 // they compute: the same greedy tokens, and logits equal up to the summation
 // order of the (separately tuned) GEMV shapes.
@@ -207,23 +232,7 @@ TEST_P(CudaGolden, PdlAndPlainLaunchesAgree) {
   auto a = make_cuda(load_fixture(GetParam()), 2);
   auto b = make_cuda(load_fixture(GetParam()), 2, with_pdl);
   ASSERT_TRUE(a && b);
-  for (auto* e : {a.get(), b.get()}) {
-    ASSERT_TRUE(e->add({1, cases[2].prompt, 12, {}}));
-    ASSERT_TRUE(e->add({2, cases[0].prompt, 12, {}}));
-  }
-  for (int s = 0; s < 12; ++s) {
-    auto ra = a->step(), rb = b->step();
-    ASSERT_TRUE(ra && rb);
-    ASSERT_EQ(ra->tokens.size(), rb->tokens.size());
-    for (size_t i = 0; i < ra->tokens.size(); ++i)
-      EXPECT_EQ(ra->tokens[i].token, rb->tokens[i].token) << "step " << s;
-    for (int row = 0; row < 2; ++row) {
-      auto la = introspect(*a).last_logits(row), lb = introspect(*b).last_logits(row);
-      ASSERT_TRUE(la && lb);
-      const std::vector<double> want(la->begin(), la->end());
-      EXPECT_LE(rel_l2(*lb, want), 1e-4) << "step " << s << " row " << row;
-    }
-  }
+  expect_engines_agree(*a, *b, cases[2].prompt, cases[0].prompt, 12, 1e-4);
 }
 
 // The fused decode attention (context-sized splits, merged by the last
@@ -238,23 +247,7 @@ TEST_P(CudaGolden, FusedAndSplitCombineAttentionAgree) {
   auto a = make_cuda(load_fixture(GetParam()), 2);
   auto b = make_cuda(load_fixture(GetParam()), 2, old_attention);
   ASSERT_TRUE(a && b);
-  for (auto* e : {a.get(), b.get()}) {
-    ASSERT_TRUE(e->add({1, cases[2].prompt, 24, {}}));
-    ASSERT_TRUE(e->add({2, cases[0].prompt, 24, {}}));
-  }
-  for (int s = 0; s < 24; ++s) {
-    auto ra = a->step(), rb = b->step();
-    ASSERT_TRUE(ra && rb);
-    ASSERT_EQ(ra->tokens.size(), rb->tokens.size());
-    for (size_t i = 0; i < ra->tokens.size(); ++i)
-      EXPECT_EQ(ra->tokens[i].token, rb->tokens[i].token) << "step " << s;
-    for (int row = 0; row < 2; ++row) {
-      auto la = introspect(*a).last_logits(row), lb = introspect(*b).last_logits(row);
-      ASSERT_TRUE(la && lb);
-      const std::vector<double> want(la->begin(), la->end());
-      EXPECT_LE(rel_l2(*lb, want), 1e-4) << "step " << s << " row " << row;
-    }
-  }
+  expect_engines_agree(*a, *b, cases[2].prompt, cases[0].prompt, 24, 1e-4);
 }
 
 TEST_P(CudaGolden, GraphsAndDirectLaunchesAgree) {
@@ -264,17 +257,7 @@ TEST_P(CudaGolden, GraphsAndDirectLaunchesAgree) {
   auto a = make_cuda(load_fixture(GetParam()), 2);
   auto b = make_cuda(load_fixture(GetParam()), 2, no_graphs, engine::Pipeline::kAsync);
   ASSERT_TRUE(a && b);
-  for (auto* e : {a.get(), b.get()}) {
-    ASSERT_TRUE(e->add({1, cases[3].prompt, 10, {}}));
-    ASSERT_TRUE(e->add({2, cases[1].prompt, 10, {}}));
-  }
-  for (int s = 0; s < 10; ++s) {
-    auto ra = a->step(), rb = b->step();
-    ASSERT_TRUE(ra && rb);
-    ASSERT_EQ(ra->tokens.size(), rb->tokens.size());
-    for (size_t i = 0; i < ra->tokens.size(); ++i)
-      EXPECT_EQ(ra->tokens[i].token, rb->tokens[i].token);
-  }
+  expect_engines_agree(*a, *b, cases[3].prompt, cases[1].prompt, 10, -1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGolden,
