@@ -94,13 +94,15 @@ class HttpFrontend {
     if (server_) server_->stop();
   }
   // After the scheduler has stopped: its last events (Done cancelled) are
-  // posted to the sessions; give them a moment to reach the clients, then
-  // drop the remaining (idle keep-alive) connections.
+  // posted to the sessions; wait (at most 2 s) until every response is
+  // written, then drop the remaining (idle keep-alive) connections.
   void stop() {
     if (!thread_.joinable()) return;
     server_->stop();
     work_.reset();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (server_->busy_sessions() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     io_.stop();
     thread_.join();
   }

@@ -35,6 +35,8 @@ struct HttpContext {
   std::string model_name;                                 // set before dispatcher
 
   std::atomic<uint64_t> connections{0};
+  // Sessions with a request whose response is not yet fully written.
+  std::atomic<int64_t> busy_sessions{0};
   std::atomic<uint64_t> requests_total{0};
   std::atomic<uint64_t> errors_total{0};
   // High bit set: never collides with the socket transport's ids.
@@ -65,6 +67,9 @@ class HttpServer : public std::enable_shared_from_this<HttpServer> {
   void set_preflight_verdict(std::string verdict);
 
   uint16_t port() const { return port_; }
+  // Requests received whose responses are not yet fully written (shutdown
+  // waits for them before dropping idle keep-alive connections).
+  int64_t busy_sessions() const { return ctx_->busy_sessions.load(); }
 
  private:
   HttpServer(boost::asio::io_context& io, std::shared_ptr<HttpContext> ctx);

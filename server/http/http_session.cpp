@@ -71,6 +71,13 @@ HttpSession::HttpSession(net::ip::tcp::socket socket, std::shared_ptr<HttpContex
 
 HttpSession::~HttpSession() {
   if (counted_) ctx_->connections.fetch_sub(1);
+  set_busy(false);
+}
+
+void HttpSession::set_busy(bool busy) {
+  if (busy == busy_) return;
+  busy_ = busy;
+  ctx_->busy_sessions.fetch_add(busy ? 1 : -1);
 }
 
 void HttpSession::run() {
@@ -136,6 +143,7 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
 
 void HttpSession::handle(Request request) {
   ctx_->requests_total.fetch_add(1);
+  set_busy(true);
   const std::string path = target_path(request.target());
   const bool get = request.method() == bhttp::verb::get;
   const bool post = request.method() == bhttp::verb::post;
@@ -345,6 +353,7 @@ void HttpSession::on_write(beast::error_code ec, size_t) {
 // response was fully queued, the write queue drained, or the watch read ended.
 void HttpSession::maybe_continue() {
   if (closed_ || !response_complete_ || writing_ || !out_.empty() || generation_) return;
+  set_busy(false);  // the response is written
   if (!keep_alive_) return close();
   if (watch_pending_) {
     // The next request is already being read by the watch; give it the
@@ -394,6 +403,7 @@ void HttpSession::on_watch(beast::error_code ec, size_t bytes) {
 void HttpSession::close() {
   if (closed_) return;
   closed_ = true;
+  set_busy(false);
   if (generation_) {
     if (auto* d = ctx_->dispatcher.load()) d->cancel(generation_->id);
   }

@@ -65,6 +65,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_watch(boost::beast::error_code ec, size_t bytes);
   void close();
   void drain();
+  void set_busy(bool busy);
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
@@ -80,6 +81,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool watch_pending_ = false;
   bool closed_ = false;
   bool counted_ = false;
+  bool busy_ = false;  // counted in HttpContext::busy_sessions
   std::optional<Generation> generation_;
 };
 

@@ -557,6 +557,39 @@ TEST_F(HttpServerTest, DisconnectCancelsTheRequest) {
   }
 }
 
+// Shutdown waits for busy sessions (a request received, its response not
+// yet written) and for nothing else: the count must rise with a request and
+// fall back to zero once its response is out, also on a kept-alive
+// connection and after a disconnect.
+TEST_F(HttpServerTest, BusySessionsCountRequestsUntilTheirResponseIsWritten) {
+  stop();
+  start({"a", "b", "c", "d"}, 8, std::chrono::milliseconds(40));
+  ready();
+  auto settle = [&](int64_t want) {
+    for (int i = 0; i < 400 && server_->busy_sessions() != want; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return server_->busy_sessions();
+  };
+  EXPECT_EQ(server_->busy_sessions(), 0);
+  Client c(server_->port());
+  c.request("POST", "/v1/completions", R"({"prompt":"x","max_tokens":4})");
+  EXPECT_EQ(settle(1), 1);
+  Reply r = c.read_reply();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(settle(0), 0);
+  c.request("GET", "/health");  // kept alive: the same session, busy again, then idle
+  r = c.read_reply();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(settle(0), 0);
+  {
+    Client gone(server_->port());
+    gone.request("POST", "/v1/completions", R"({"prompt":"x","max_tokens":4})");
+    EXPECT_EQ(settle(1), 1);
+    gone.close();
+  }
+  EXPECT_EQ(settle(0), 0);
+}
+
 TEST_F(HttpServerTest, SlowLorisIsDisconnected) {
   ready();
   Client c(server_->port());
