@@ -15,29 +15,6 @@
 namespace ringserve::cuda {
 namespace {
 
-// One event per slot, destroyed with the stream drained (see StreamDrain).
-class SlotEvents {
- public:
-  SlotEvents() = default;
-  SlotEvents(const SlotEvents&) = delete;
-  SlotEvents& operator=(const SlotEvents&) = delete;
-  ~SlotEvents() {
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
-  }
-  Status create(size_t count) {
-    for (size_t i = 0; i < count; ++i) {
-      cudaEvent_t e = nullptr;
-      CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      events_.push_back(e);
-    }
-    return ok();
-  }
-  cudaEvent_t operator[](size_t i) const { return events_[i]; }
-
- private:
-  std::vector<cudaEvent_t> events_;
-};
-
 // On every exit, copies from the pinned slots (or registered page cache)
 // may still be in flight; the memory must outlive them, so the stream is
 // drained before it is freed.
@@ -66,8 +43,9 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
 
   const bool dma =
       options.page_cache_dma && !io::uses_direct_io(reader.method()) && range.length > 0;
-  SlotEvents events;
-  RS_TRY_STATUS(events.create(std::max<size_t>(options.slots, dma ? options.dma.ahead : 0)));
+  // One per slot (or chunk registered ahead); destroyed after the drain.
+  const Events events =
+      RS_TRY(Events::create(std::max<size_t>(options.slots, dma ? options.dma.ahead : 0)));
   // Declared before the drain, so on every exit the stream is drained
   // before the slots are freed.
   std::optional<PinnedBuffer> pinned;
@@ -115,10 +93,9 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   io::ReadStats read;
   bool dma_done = false;
   if (dma) {
-    std::vector<cudaEvent_t> dma_events(options.dma.ahead);
-    for (size_t i = 0; i < dma_events.size(); ++i) dma_events[i] = events[i];
-    auto r = read_page_cache_dma(file, range.offset, range.length, dma_events, stream, on_chunk,
-                                 options.dma);
+    auto r =
+        read_page_cache_dma(file, range.offset, range.length, events.all().first(options.dma.ahead),
+                            stream, on_chunk, options.dma);
     if (r) {
       read = *r;
       dma_done = true;

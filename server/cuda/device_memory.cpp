@@ -56,4 +56,20 @@ HostBuffer::~HostBuffer() {
   }
 }
 
+Expected<Events> Events::create(size_t count) {
+  Events e;
+  e.events_.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    cudaEvent_t ev = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    e.events_.push_back(ev);
+  }
+  return e;
+}
+
+void Events::destroy() {
+  for (cudaEvent_t ev : events_) cudaEventDestroy(ev);
+  events_.clear();
+}
+
 }  // namespace ringserve::cuda

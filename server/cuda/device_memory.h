@@ -1,11 +1,14 @@
-// Owning handles for device and pinned host memory. Every buffer the engine
-// uses is one of these, created at start-up and freed at shutdown.
+// Owning handles for device and pinned host memory, and for the CUDA events
+// that order streams. Every buffer the engine uses is one of these, created
+// at start-up and freed at shutdown.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "ringserve/common/expected.h"
 
@@ -90,6 +93,33 @@ class HostBuffer {
 };
 
 using PinnedBuffer = HostBuffer;
+
+// `count` events with timing disabled (they only order streams and tell the
+// host when work is done), destroyed together.
+class Events {
+ public:
+  Events() = default;
+  static Expected<Events> create(size_t count);
+  ~Events() { destroy(); }
+  Events(Events&& o) noexcept : events_(std::exchange(o.events_, {})) {}
+  Events& operator=(Events&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      events_ = std::exchange(o.events_, {});
+    }
+    return *this;
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+
+  cudaEvent_t operator[](size_t i) const { return events_[i]; }
+  size_t size() const { return events_.size(); }
+  std::span<const cudaEvent_t> all() const { return events_; }
+
+ private:
+  void destroy();
+  std::vector<cudaEvent_t> events_;
+};
 
 // Carves aligned sub-buffers out of one allocation (the workspaces).
 class Arena {

@@ -44,15 +44,10 @@ Expected<LayerStreamer> LayerStreamer::create(DeviceModel& model, Mode mode, int
   for (int l = s.first_; l < s.last_; ++l) model.bind_layer(l, s.slot_ptrs_[s.slot_of(l)]);
   if (mode == Mode::kRing) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&s.copy_, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.fork_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.join_, cudaEventDisableTiming));
-    const int n = s.last_ - s.first_;
-    s.copied_.assign(n, nullptr);
-    s.done_.assign(n, nullptr);
-    for (int i = 0; i < n; ++i) {
-      CUDA_CHECK(cudaEventCreateWithFlags(&s.copied_[i], cudaEventDisableTiming));
-      CUDA_CHECK(cudaEventCreateWithFlags(&s.done_[i], cudaEventDisableTiming));
-    }
+    const size_t n = static_cast<size_t>(s.last_ - s.first_);
+    s.fork_join_ = RS_TRY(Events::create(2));
+    s.copied_ = RS_TRY(Events::create(n));
+    s.done_ = RS_TRY(Events::create(n));
   }
   return s;
 }
@@ -62,14 +57,9 @@ LayerStreamer::~LayerStreamer() {
 }
 
 void LayerStreamer::destroy() {
-  for (auto* v : {&copied_, &done_})
-    for (auto e : *v)
-      if (e) cudaEventDestroy(e);
-  copied_.clear();
-  done_.clear();
-  for (auto e : {fork_, join_})
-    if (e) cudaEventDestroy(e);
-  fork_ = join_ = nullptr;
+  fork_join_ = {};
+  copied_ = {};
+  done_ = {};
   if (copy_) cudaStreamDestroy(copy_);
   copy_ = nullptr;
 }
@@ -88,8 +78,7 @@ LayerStreamer& LayerStreamer::operator=(LayerStreamer&& o) noexcept {
   ring_ = std::move(o.ring_);
   slot_ptrs_ = std::move(o.slot_ptrs_);
   copy_ = std::exchange(o.copy_, nullptr);
-  fork_ = std::exchange(o.fork_, nullptr);
-  join_ = std::exchange(o.join_, nullptr);
+  fork_join_ = std::move(o.fork_join_);
   copied_ = std::move(o.copied_);
   done_ = std::move(o.done_);
   return *this;
@@ -113,8 +102,8 @@ Status LayerStreamer::enqueue_copy(int layer) {
 
 Status LayerStreamer::begin_pass(cudaStream_t compute) {
   if (mode_ != Mode::kRing || first_ >= last_) return ok();
-  CUDA_CHECK(cudaEventRecord(fork_, compute));
-  CUDA_CHECK(cudaStreamWaitEvent(copy_, fork_, 0));
+  CUDA_CHECK(cudaEventRecord(fork_join_[kFork], compute));
+  CUDA_CHECK(cudaStreamWaitEvent(copy_, fork_join_[kFork], 0));
   for (int l = first_; l < std::min(last_, first_ + slots()); ++l) RS_TRY_STATUS(enqueue_copy(l));
   return ok();
 }
@@ -149,8 +138,8 @@ Status LayerStreamer::end_pass(cudaStream_t compute) {
   if (mode_ != Mode::kRing || first_ >= last_) return ok();
   // Joins the copy stream back (a capture must end with every forked
   // stream joined); all its copies were waited for by the layers anyway.
-  CUDA_CHECK(cudaEventRecord(join_, copy_));
-  CUDA_CHECK(cudaStreamWaitEvent(compute, join_, 0));
+  CUDA_CHECK(cudaEventRecord(fork_join_[kJoin], copy_));
+  CUDA_CHECK(cudaStreamWaitEvent(compute, fork_join_[kJoin], 0));
   return ok();
 }
 

@@ -71,8 +71,9 @@ class LayerStreamer {
   DeviceBuffer ring_;
   std::vector<char*> slot_ptrs_;
   cudaStream_t copy_ = nullptr;
-  cudaEvent_t fork_ = nullptr, join_ = nullptr;
-  std::vector<cudaEvent_t> copied_, done_;  // per layer
+  static constexpr size_t kFork = 0, kJoin = 1;
+  Events fork_join_;      // the copy stream forks from and joins the compute stream
+  Events copied_, done_;  // per streamed layer
 };
 
 }  // namespace ringserve::cuda
