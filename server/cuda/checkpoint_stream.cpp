@@ -4,9 +4,9 @@
 #include <chrono>
 #include <optional>
 #include <variant>
+#include <vector>
 
 #include <fmt/format.h>
-#include <vector>
 
 #include "cuda/device_memory.h"
 #include "cuda_check.h"
