@@ -158,7 +158,7 @@ if want load; then
     # The first load right after writing still finds the file in the page
     # cache; both are warm-cache figures.
     # warm-dma: the same, then straight out of the registered page cache
-    # (CudaTuning::load_page_cache_dma) at several chunk sizes and threads.
+    # (CudaTuning::load.page_cache_dma) at several chunk sizes and threads.
     for run in warm1 warm2 warm-dma; do
       if (($(left) < 60)); then note "load $run: skipped (budget)"; continue; fi
       echo "== $run" >> "$out/load_bench.log"

@@ -164,7 +164,7 @@ Expected<std::optional<GpuCheckpoint>> open_gpu_checkpoint(const std::string& sp
 Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool resident_bf16,
                                                 const WeightPlacement& placement,
                                                 cudaStream_t stream, CheckpointLoadStats* stats,
-                                                const CheckpointReadOptions& read) {
+                                                const CheckpointStreamOptions& read) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto& c = ck.config;
   const auto& src = ck.source;
@@ -258,6 +258,12 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
       RS_TRY(DeviceBuffer::allocate(kStagingBytes / 2 / min_cols * 4 + 4096, "load scratch"));
   Writer writer(m, stream, q_scratch.as<int8_t>(), scale_scratch.as<float>());
 
+  CheckpointStreamOptions options = read;
+  // Copies out of the page cache scale with threads, and at start-up
+  // loading is the machine's only work: every core, a read in flight each.
+  const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  if (options.reader.pread_threads == 0) options.reader.pread_threads = std::min(cores, 16);
+
   CheckpointLoadStats total;
   double stream_seconds = 0, setup_seconds = 0;
   const auto t_streams = std::chrono::steady_clock::now();
@@ -274,16 +280,6 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
     std::vector<io::TensorExtent> extents;
     for (const auto& [v, job] : order)
       extents.push_back({v->file_offset, v->bytes.size(), 2 * static_cast<uint64_t>(job->cols)});
-    CheckpointStreamOptions options;
-    options.reader = read.reader;
-    // Copies out of the page cache scale with threads, and at start-up
-    // loading is the machine's only work: every core, a read in flight each.
-    const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
-    if (options.reader.pread_threads == 0) options.reader.pread_threads = std::min(cores, 16);
-    options.slot_bytes = read.slot_bytes;
-    options.slots = read.slots > 0 ? read.slots : options.reader.pread_threads + 8;
-    options.page_cache_dma = read.page_cache_dma;
-    options.dma = read.dma;
     const auto st = RS_TRY(stream_checkpoint_rows(
         src.shard_path(shard), extents, staging.as(), kStagingBytes, stream,
         [&](const StagedRows& rows, cudaStream_t s) -> Status {

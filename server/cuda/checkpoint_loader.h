@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "cuda/checkpoint_stream.h"
 #include "cuda/device_model.h"
-#include "cuda/page_cache_dma.h"
 #include "io/file_reader.h"
 #include "model/config.h"
 #include "model/tensor_source.h"
@@ -40,23 +40,9 @@ struct CheckpointLoadStats {
   std::string method;  // the reader's path, e.g. "O_DIRECT + io_uring"
 };
 
-// How the file is read. Pinning host memory is slow on some machines (about
-// 1 GB/s on the H200 VM: 512 MiB of slots took 0.45-0.5 s, as long as
-// reading 15 GB from the page cache), so the slots are small: enough for
-// one read in flight per thread and a few copies queued behind them.
-struct CheckpointReadOptions {
-  io::ReaderOptions reader;  // pread_threads 0: one per core, at most 16
-  size_t slot_bytes = size_t{4} << 20;
-  int slots = 0;  // 0: pread threads + 8
-  // A cached file: copy straight out of the page cache (page_cache_dma.h)
-  // instead of through the slots.
-  bool page_cache_dma = false;
-  PageCacheDmaOptions dma;
-};
-
 Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& checkpoint, bool resident_bf16,
                                                 const WeightPlacement& placement,
                                                 cudaStream_t stream, CheckpointLoadStats* stats,
-                                                const CheckpointReadOptions& read = {});
+                                                const CheckpointStreamOptions& read = {});
 
 }  // namespace ringserve::cuda

@@ -31,8 +31,11 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
                                                        cudaStream_t stream,
                                                        const RowsHandler& on_rows,
                                                        const CheckpointStreamOptions& options) {
-  if (options.slots < 1)
+  if (options.slots < 0)
     return make_error(Errc::kInvalidArgument, "checkpoint stream: {} slots", options.slots);
+  const int nslots =
+      options.slots > 0 ? options.slots
+                        : (options.reader.pread_threads > 0 ? options.reader.pread_threads : 8) + 8;
   const size_t slot_bytes = (std::max<size_t>(options.slot_bytes, 1) + io::kDirectAlignment - 1) /
                             io::kDirectAlignment * io::kDirectAlignment;
   const auto setup_start = std::chrono::steady_clock::now();
@@ -44,16 +47,15 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   const bool dma =
       options.page_cache_dma && !io::uses_direct_io(reader.method()) && range.length > 0;
   // One per slot (or chunk registered ahead); destroyed after the drain.
-  const Events events =
-      RS_TRY(Events::create(std::max<size_t>(options.slots, dma ? options.dma.ahead : 0)));
+  const Events events = RS_TRY(Events::create(std::max(nslots, dma ? options.dma.ahead() : 0)));
   // Declared before the drain, so on every exit the stream is drained
   // before the slots are freed.
   std::optional<PinnedBuffer> pinned;
   std::vector<std::span<std::byte>> slots;
   const auto pin_slots = [&]() -> Status {
     // cudaHostAlloc is page-aligned, so every slot is 4096-aligned as O_DIRECT needs.
-    pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * options.slots, "checkpoint slots"));
-    for (int i = 0; i < options.slots; ++i)
+    pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * nslots, "checkpoint slots"));
+    for (int i = 0; i < nslots; ++i)
       slots.emplace_back(pinned->host<std::byte>() + i * slot_bytes, slot_bytes);
     return ok();
   };
@@ -94,8 +96,8 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   bool dma_done = false;
   if (dma) {
     auto r =
-        read_page_cache_dma(file, range.offset, range.length, events.all().first(options.dma.ahead),
-                            stream, on_chunk, options.dma);
+        read_page_cache_dma(file, range.offset, range.length,
+                            events.all().first(options.dma.ahead()), stream, on_chunk, options.dma);
     if (r) {
       read = *r;
       dma_done = true;
@@ -123,8 +125,8 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
       "{}: {} tensors, {:.1f} MiB to the GPU in {:.3f} s: {:.2f} GB/s ({}; set-up {:.3f} s)",
       file.string(), tensors.size(), stats.bytes / 1048576.0, stats.seconds, stats.gb_per_s(),
       dma_done ? "page cache, registered for DMA"
-               : fmt::format("{}, {} pinned slots of {} MiB", io::method_name(stats.method),
-                             options.slots, slot_bytes >> 20),
+               : fmt::format("{}, {} pinned slots of {} MiB", io::method_name(stats.method), nslots,
+                             slot_bytes >> 20),
       stats.setup_seconds);
   return stats;
 }

@@ -35,10 +35,16 @@ struct StagedRows {
 // an error stops the stream and is returned.
 using RowsHandler = std::function<Status(const StagedRows&, cudaStream_t)>;
 
+// How the file is read. Pinning host memory is slow on some machines (about
+// 1 GB/s on the H200 VM: 512 MiB of slots took 0.45-0.5 s, as long as
+// reading 15 GB from the page cache), so the slots are small: one read in
+// flight per reader thread and a few copies queued behind them.
 struct CheckpointStreamOptions {
   io::ReaderOptions reader;
-  size_t slot_bytes = size_t{32} << 20;  // rounded up to a multiple of 4096
-  int slots = 8;                         // pinned slots, one read in flight per slot
+  size_t slot_bytes = size_t{4} << 20;  // rounded up to a multiple of 4096
+  // Pinned slots, one read in flight per slot. 0: reader.pread_threads + 8
+  // (8 + 8 when the reader picks its own thread count: at most 8).
+  int slots = 0;
   // A file the reader would read through the page cache is instead copied
   // to the GPU straight out of the page cache (page_cache_dma.h), falling
   // back to the slots where the driver refuses.

@@ -616,14 +616,7 @@ Expected<std::unique_ptr<engine::Engine>> load_cuda_engine(const engine::EngineO
   CheckpointLoadStats st;
   auto make = [&](bool resident, const WeightPlacement& placement,
                   cudaStream_t stream) -> Expected<DeviceModel> {
-    CheckpointReadOptions read;
-    read.slot_bytes = tuning.load_slot_bytes;
-    read.slots = tuning.load_slots;
-    read.page_cache_dma = tuning.load_page_cache_dma;
-    read.dma.chunk_bytes = tuning.load_dma_chunk_bytes;
-    read.dma.threads = tuning.load_dma_threads;
-    read.dma.ahead = std::max(8, 2 * tuning.load_dma_threads);
-    return load_checkpoint_to_device(*checkpoint, resident, placement, stream, &st, read);
+    return load_checkpoint_to_device(*checkpoint, resident, placement, stream, &st, tuning.load);
   };
   auto e = RS_TRY(CudaEngine::create(options, checkpoint->config, make, tuning));
   e->set_load(st);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/checkpoint_stream.h"
 #include "engine/engine.h"
 #include "engine/engine_options.h"
 #include "model/loader.h"
@@ -38,15 +39,9 @@ struct CudaTuning {
   // a launch gap and a DRAM latency per GEMV. Off by default until measured
   // on the H200 (tests/bench/cuda/engine_bench.cpp reports both).
   bool pdl = false;
-  // Pinned slots of the checkpoint reader (load_cuda_engine; see
-  // CheckpointReadOptions): bytes each, and how many (0: threads + 8).
-  size_t load_slot_bytes = size_t{4} << 20;
-  int load_slots = 0;
-  // Copy a cached checkpoint to the GPU straight out of the page cache
-  // (page_cache_dma.h): chunk size and registering threads.
-  bool load_page_cache_dma = false;
-  size_t load_dma_chunk_bytes = size_t{64} << 20;
-  int load_dma_threads = 4;
+  // How load_cuda_engine reads a bf16 checkpoint: reader threads and pinned
+  // slots, or page-cache DMA (checkpoint_stream.h).
+  CheckpointStreamOptions load;
   // Time the decode GEMV shapes at start-up (gemv_tuning.h). Off: every
   // GEMV keeps its default shape, so two engines compute bit for bit the
   // same (tests comparing placements rely on it).

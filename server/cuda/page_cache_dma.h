@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -27,13 +28,14 @@ namespace ringserve::cuda {
 struct PageCacheDmaOptions {
   size_t chunk_bytes = size_t{64} << 20;  // rounded up to whole pages
   int threads = 4;                        // registering in parallel
-  int ahead = 8;                          // chunks registered at once (>= threads)
+  // Chunks registered at once: one event slot each.
+  int ahead() const { return std::max(8, 2 * threads); }
 };
 
 // Calls on_chunk for every chunk of [offset, offset + length) of `file`, in
 // order, on the calling thread. Chunk c's bytes are registered host memory
 // until the handler's work is done: the handler must record events[c.slot]
-// (an event per slot, `ahead` of them, created by the caller) after the last
+// (an event per slot, options.ahead() of them, created by the caller) after the last
 // copy out of the chunk; the chunk is unregistered when that event completes.
 // `stream` is the one the handler enqueues its copies on: after a failure
 // it is drained before anything is unregistered. Everything is unregistered

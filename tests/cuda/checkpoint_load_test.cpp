@@ -89,9 +89,9 @@ TEST_P(GpuLoad, MatchesTheHostLoader) {
   // The same straight out of the page cache (the fixture was just read, so
   // it is cached), in chunks of one page so tensors straddle them.
   cuda::CudaTuning dma = exact_tuning();
-  dma.load_page_cache_dma = true;
-  dma.load_dma_chunk_bytes = 4096;
-  dma.load_dma_threads = 3;
+  dma.load.page_cache_dma = true;
+  dma.load.dma.chunk_bytes = 4096;
+  dma.load.dma.threads = 3;
   auto fresh = cuda::create_cuda_engine(options(), std::move(model::load_model(dir, {})).value(),
                                         exact_tuning());
   ASSERT_TRUE(fresh);

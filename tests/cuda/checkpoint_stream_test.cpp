@@ -109,7 +109,6 @@ class CheckpointStream : public ::testing::Test {
     o.page_cache_dma = true;
     o.dma.chunk_bytes = 8192;
     o.dma.threads = 3;
-    o.dma.ahead = 4;
     return o;
   }
 

@@ -334,13 +334,13 @@ int run_load_bench(const LoadBenchOptions& opt) {
   for (const Variant& v : variants) {
     cuda::CudaTuning tuning;
     if (v.dma) {
-      tuning.load_page_cache_dma = true;
-      tuning.load_dma_chunk_bytes = v.mib << 20;
-      tuning.load_dma_threads = v.count;
+      tuning.load.page_cache_dma = true;
+      tuning.load.dma.chunk_bytes = v.mib << 20;
+      tuning.load.dma.threads = v.count;
       std::printf("-- page-cache DMA: %zu MiB chunks, %d registering threads\n", v.mib, v.count);
     } else {
-      tuning.load_slot_bytes = v.mib << 20;
-      tuning.load_slots = v.count;
+      tuning.load.slot_bytes = v.mib << 20;
+      tuning.load.slots = v.count;
       std::printf("-- reader slots: %zu MiB x %s\n", v.mib,
                   v.count ? std::to_string(v.count).c_str() : "(threads + 8)");
     }
