@@ -9,7 +9,6 @@
 #            floor, and the fully resident reference
 #   load     a 15 GB bf16 checkpoint written by `ringserve convert --format
 #            hf-bf16`, loaded by cuda_bench --load twice (page cache warm),
-#            then warm straight out of the registered page cache (--dma-sweep),
 #            the page-cache copy rate alone (read_bench), then once cold if
 #            /proc/sys/vm/drop_caches is writable
 #   ablation scripts/ablation.sh: the article's ablation under 8 GiB and
@@ -157,15 +156,10 @@ if want load; then
     : > "$out/load_bench.log"
     # The first load right after writing still finds the file in the page
     # cache; both are warm-cache figures.
-    # warm-dma: the same, then straight out of the registered page cache
-    # (CudaTuning::load.page_cache_dma) at several chunk sizes and threads.
-    for run in warm1 warm2 warm-dma; do
+    for run in warm1 warm2; do
       if (($(left) < 60)); then note "load $run: skipped (budget)"; continue; fi
       echo "== $run" >> "$out/load_bench.log"
-      extra=()
-      [[ $run == warm-dma ]] && extra=(--dma-sweep --load-repeats 2)
-      timeout "$(allow 120)" "$bin/cuda_bench" --load "$ckpt" "${extra[@]}" \
-        >> "$out/load_bench.log" 2>&1
+      timeout "$(allow 120)" "$bin/cuda_bench" --load "$ckpt" >> "$out/load_bench.log" 2>&1
       r=$?
       rc=$((rc | (r != 0)))
       note "load $run: rc=$r $(grep -E '^RESULT load' "$out/load_bench.log" | tail -1)"

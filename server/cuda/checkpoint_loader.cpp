@@ -288,7 +288,7 @@ Expected<DeviceModel> load_checkpoint_to_device(const GpuCheckpoint& ck, bool re
         },
         options));
     total.bytes += st.bytes;
-    total.method = st.page_cache_dma ? "page cache DMA" : io::method_name(st.method);
+    total.method = io::method_name(st.method);
     stream_seconds += st.seconds;
     setup_seconds += st.setup_seconds;
   }

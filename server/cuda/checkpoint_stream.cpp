@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <variant>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cuda/device_memory.h"
 #include "cuda_check.h"
@@ -15,9 +12,8 @@
 namespace ringserve::cuda {
 namespace {
 
-// On every exit, copies from the pinned slots (or registered page cache)
-// may still be in flight; the memory must outlive them, so the stream is
-// drained before it is freed.
+// On every exit, copies from the pinned slots may still be in flight; the
+// slots must outlive them, so the stream is drained before they are freed.
 struct StreamDrain {
   cudaStream_t stream;
   ~StreamDrain() { cudaStreamSynchronize(stream); }
@@ -44,22 +40,15 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   auto reader = RS_TRY(io::FileReader::open(file, options.reader));
   const io::ByteRange range = planner.range();
 
-  const bool dma =
-      options.page_cache_dma && !io::uses_direct_io(reader.method()) && range.length > 0;
-  // One per slot (or chunk registered ahead); destroyed after the drain.
-  const Events events = RS_TRY(Events::create(std::max(nslots, dma ? options.dma.ahead() : 0)));
+  // One per slot; destroyed after the drain.
+  const Events events = RS_TRY(Events::create(nslots));
   // Declared before the drain, so on every exit the stream is drained
-  // before the slots are freed.
-  std::optional<PinnedBuffer> pinned;
+  // before the slots are freed. cudaHostAlloc is page-aligned, so every
+  // slot is 4096-aligned as O_DIRECT needs.
+  auto pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * nslots, "checkpoint slots"));
   std::vector<std::span<std::byte>> slots;
-  const auto pin_slots = [&]() -> Status {
-    // cudaHostAlloc is page-aligned, so every slot is 4096-aligned as O_DIRECT needs.
-    pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * nslots, "checkpoint slots"));
-    for (int i = 0; i < nslots; ++i)
-      slots.emplace_back(pinned->host<std::byte>() + i * slot_bytes, slot_bytes);
-    return ok();
-  };
-  if (!dma) RS_TRY_STATUS(pin_slots());
+  for (int i = 0; i < nslots; ++i)
+    slots.emplace_back(pinned.host<std::byte>() + i * slot_bytes, slot_bytes);
   StreamDrain drain{stream};
   auto* stage = static_cast<std::byte*>(staging);
   std::vector<io::PlanStep> steps;
@@ -92,25 +81,8 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   };
 
   const auto start = std::chrono::steady_clock::now();
-  io::ReadStats read;
-  bool dma_done = false;
-  if (dma) {
-    auto r =
-        read_page_cache_dma(file, range.offset, range.length,
-                            events.all().first(options.dma.ahead()), stream, on_chunk, options.dma);
-    if (r) {
-      read = *r;
-      dma_done = true;
-    } else if (r.error().code == Errc::kUnsupported) {
-      log::get("io")->info("{}; copying out of the page cache instead", r.error().message);
-    } else {
-      return std::move(r).error();
-    }
-  }
-  if (!dma_done) {
-    if (!pinned) RS_TRY_STATUS(pin_slots());
-    read = RS_TRY(reader.read(range.offset, range.length, slots, on_chunk, before_reuse));
-  }
+  const io::ReadStats read =
+      RS_TRY(reader.read(range.offset, range.length, slots, on_chunk, before_reuse));
   if (!planner.done())
     return make_error(Errc::kInternal, "{}: the read ended before every row was staged",
                       file.string());
@@ -120,14 +92,11 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats.setup_seconds = std::chrono::duration<double>(start - setup_start).count();
   stats.method = range.length > 0 ? read.method : reader.method();
-  stats.page_cache_dma = dma_done;
   log::get("io")->info(
-      "{}: {} tensors, {:.1f} MiB to the GPU in {:.3f} s: {:.2f} GB/s ({}; set-up {:.3f} s)",
+      "{}: {} tensors, {:.1f} MiB to the GPU in {:.3f} s: {:.2f} GB/s ({}, {} pinned slots of {} "
+      "MiB; set-up {:.3f} s)",
       file.string(), tensors.size(), stats.bytes / 1048576.0, stats.seconds, stats.gb_per_s(),
-      dma_done ? "page cache, registered for DMA"
-               : fmt::format("{}, {} pinned slots of {} MiB", io::method_name(stats.method), nslots,
-                             slot_bytes >> 20),
-      stats.setup_seconds);
+      io::method_name(stats.method), nslots, slot_bytes >> 20, stats.setup_seconds);
   return stats;
 }
 

@@ -14,7 +14,6 @@
 #include <functional>
 #include <span>
 
-#include "cuda/page_cache_dma.h"
 #include "io/file_reader.h"
 #include "io/row_blocks.h"
 #include "ringserve/common/expected.h"
@@ -45,11 +44,6 @@ struct CheckpointStreamOptions {
   // Pinned slots, one read in flight per slot. 0: reader.pread_threads + 8
   // (8 + 8 when the reader picks its own thread count: at most 8).
   int slots = 0;
-  // A file the reader would read through the page cache is instead copied
-  // to the GPU straight out of the page cache (page_cache_dma.h), falling
-  // back to the slots where the driver refuses.
-  bool page_cache_dma = false;
-  PageCacheDmaOptions dma;
 };
 
 struct CheckpointStreamStats {
@@ -57,7 +51,6 @@ struct CheckpointStreamStats {
   double seconds = 0;        // from the first read to the stream's completion
   double setup_seconds = 0;  // before it: opening the file, pinning the slots
   io::Method method = io::Method::kPreadBuffered;
-  bool page_cache_dma = false;  // read by page_cache_dma, not `method`
   double gb_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
 };
 

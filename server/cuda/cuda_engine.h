@@ -40,7 +40,7 @@ struct CudaTuning {
   // on the H200 (tests/bench/cuda/engine_bench.cpp reports both).
   bool pdl = false;
   // How load_cuda_engine reads a bf16 checkpoint: reader threads and pinned
-  // slots, or page-cache DMA (checkpoint_stream.h).
+  // slots (checkpoint_stream.h).
   CheckpointStreamOptions load;
   // Time the decode GEMV shapes at start-up (gemv_tuning.h). Off: every
   // GEMV keeps its default shape, so two engines compute bit for bit the

@@ -85,19 +85,6 @@ TEST_P(GpuLoad, MatchesTheHostLoader) {
   EXPECT_GT(s.load_bytes, 0u) << "the GPU loader did not run";
   EXPECT_FALSE(s.load_method.empty());
   expect_same_decode(**want, **got, 10);
-
-  // The same straight out of the page cache (the fixture was just read, so
-  // it is cached), in chunks of one page so tensors straddle them.
-  cuda::CudaTuning dma = exact_tuning();
-  dma.load.page_cache_dma = true;
-  dma.load.dma.chunk_bytes = 4096;
-  dma.load.dma.threads = 3;
-  auto fresh = cuda::create_cuda_engine(options(), std::move(model::load_model(dir, {})).value(),
-                                        exact_tuning());
-  ASSERT_TRUE(fresh);
-  auto via_dma = cuda::load_cuda_engine(options(), dir, {}, dma);
-  ASSERT_TRUE(via_dma) << via_dma.error().to_string();
-  expect_same_decode(**fresh, **via_dma, 10);
 }
 
 // The fixture's shapes at 8 layers (random bf16 weights from the project's

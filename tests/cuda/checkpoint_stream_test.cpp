@@ -98,50 +98,6 @@ class CheckpointStream : public ::testing::Test {
       EXPECT_TRUE(got[i] == tensor_bytes(i)) << "tensor " << i << " differs from the file";
     }
     last_method_ = stats->method;
-    last_dma_ = stats->page_cache_dma;
-  }
-
-  // Straight out of the page cache (the file was just written, so it is
-  // there): chunks of two pages, so the tensors span many chunks and the
-  // registering threads wrap around the event slots many times.
-  CheckpointStreamOptions page_cache_dma() const {
-    CheckpointStreamOptions o = small_slots({io::Backend::kPread, io::DirectIo::kOff, 2});
-    o.page_cache_dma = true;
-    o.dma.chunk_bytes = 8192;
-    o.dma.threads = 3;
-    return o;
-  }
-
-  // Gathers every block on the device with no host synchronization in the
-  // handler, so the reader reuses slots (or unregisters chunks) while copies
-  // out of them may still be queued: only the events keep the bytes intact.
-  void gather_on_device(const CheckpointStreamOptions& o) {
-    std::vector<DeviceBuffer> dest;
-    for (const auto& t : kTensors) {
-      auto b = DeviceBuffer::allocate(t.bytes, "dest");
-      ASSERT_TRUE(b);
-      dest.push_back(std::move(*b));
-    }
-    auto stats = stream_checkpoint_rows(
-        path_, kTensors, staging_.as(), kStagingBytes, stream_,
-        [&](const StagedRows& r, cudaStream_t s) -> Status {
-          const uint64_t row = kTensors[r.tensor].row_bytes;
-          if (cudaMemcpyAsync(dest[r.tensor].as<std::byte>() + r.row_begin * row, r.device,
-                              (r.row_end - r.row_begin) * row, cudaMemcpyDeviceToDevice,
-                              s) != cudaSuccess)
-            return make_error(Errc::kInternal, "copy failed");
-          return ok();
-        },
-        o);
-    ASSERT_TRUE(stats) << stats.error().to_string();
-    last_dma_ = stats->page_cache_dma;
-    for (size_t i = 0; i < kTensors.size(); ++i) {
-      std::vector<std::byte> got(kTensors[i].bytes);
-      if (!got.empty()) {
-        ASSERT_CUDA(cudaMemcpy(got.data(), dest[i].as(), got.size(), cudaMemcpyDeviceToHost));
-      }
-      EXPECT_TRUE(got == tensor_bytes(i)) << "tensor " << i;
-    }
   }
 
   ringserve::testing::TempDir dir_;
@@ -150,16 +106,7 @@ class CheckpointStream : public ::testing::Test {
   DeviceBuffer staging_;
   cudaStream_t stream_ = nullptr;
   io::Method last_method_ = io::Method::kPreadBuffered;
-  bool last_dma_ = false;
 };
-
-// Where the driver cannot register a file mapping the stream falls back to
-// the slots (and says so in the log); the bytes must be right either way.
-bool dma_supported() {
-  int v = 0;
-  return cudaDeviceGetAttribute(&v, cudaDevAttrHostRegisterReadOnlySupported, 0) == cudaSuccess &&
-         v != 0;
-}
 
 TEST_F(CheckpointStream, BlocksMatchTheFile) {
   stream_to_host(small_slots());
@@ -184,41 +131,37 @@ TEST_F(CheckpointStream, IoUringDirectIo) {
   }
 }
 
+// No host synchronization in the handler: the blocks are gathered on the
+// device, so pinned slots are refilled while copies from them may still be
+// queued, and only the slot events keep the bytes intact.
 TEST_F(CheckpointStream, AsyncGatherOnTheDevice) {
+  std::vector<DeviceBuffer> dest;
+  for (const auto& t : kTensors) {
+    auto b = DeviceBuffer::allocate(t.bytes, "dest");
+    ASSERT_TRUE(b);
+    dest.push_back(std::move(*b));
+  }
   CheckpointStreamOptions o = small_slots();
   o.slots = 2;
-  gather_on_device(o);
-}
-
-TEST_F(CheckpointStream, PageCacheDmaBlocksMatchTheFile) {
-  stream_to_host(page_cache_dma());
-  if (dma_supported()) {
-    EXPECT_TRUE(last_dma_) << "the registered path was not taken";
-  }
-}
-
-TEST_F(CheckpointStream, PageCacheDmaAsyncGatherOnTheDevice) {
-  gather_on_device(page_cache_dma());
-  if (dma_supported()) {
-    EXPECT_TRUE(last_dma_) << "the registered path was not taken";
-  }
-}
-
-TEST_F(CheckpointStream, PageCacheDmaHandlerErrorStopsTheStream) {
-  int calls = 0;
   auto stats = stream_checkpoint_rows(
       path_, kTensors, staging_.as(), kStagingBytes, stream_,
-      [&](const StagedRows&, cudaStream_t) -> Status {
-        if (++calls == 7) return make_error(Errc::kCancelled, "enough");
+      [&](const StagedRows& r, cudaStream_t s) -> Status {
+        const uint64_t row = kTensors[r.tensor].row_bytes;
+        if (cudaMemcpyAsync(dest[r.tensor].as<std::byte>() + r.row_begin * row, r.device,
+                            (r.row_end - r.row_begin) * row, cudaMemcpyDeviceToDevice,
+                            s) != cudaSuccess)
+          return make_error(Errc::kInternal, "copy failed");
         return ok();
       },
-      page_cache_dma());
-  ASSERT_FALSE(stats);
-  EXPECT_EQ(stats.error().code, Errc::kCancelled);
-  EXPECT_EQ(calls, 7);
-  EXPECT_EQ(cudaStreamQuery(stream_), cudaSuccess);
-  // Nothing was left registered: the same file streams again.
-  stream_to_host(page_cache_dma());
+      o);
+  ASSERT_TRUE(stats) << stats.error().to_string();
+  for (size_t i = 0; i < kTensors.size(); ++i) {
+    std::vector<std::byte> got(kTensors[i].bytes);
+    if (!got.empty()) {
+      ASSERT_CUDA(cudaMemcpy(got.data(), dest[i].as(), got.size(), cudaMemcpyDeviceToHost));
+    }
+    EXPECT_TRUE(got == tensor_bytes(i)) << "tensor " << i;
+  }
 }
 
 TEST_F(CheckpointStream, HandlerErrorStopsTheStream) {

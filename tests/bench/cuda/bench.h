@@ -126,7 +126,6 @@ struct LoadBenchOptions {
   int repeats = 1;
   std::string gpu_memory;   // "" = no budget
   bool slot_sweep = false;  // also 8, 2 and 32 MiB reader slots
-  bool dma_sweep = false;   // also page-cache DMA, several chunk sizes and threads
 };
 int run_load_bench(const LoadBenchOptions& options);
 

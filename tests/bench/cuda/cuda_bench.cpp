@@ -100,9 +100,6 @@ int main(int argc, char** argv) {
                  "only time registering a mapped file's page cache with CUDA and copying from it");
   app.add_option("--probe-chunk-mib", probe_chunk_mib, "--register-probe: chunk size")
       ->capture_default_str();
-  app.add_flag("--dma-sweep", load.dma_sweep,
-               "--load: also copy straight out of the registered page cache (several chunk "
-               "sizes and thread counts)");
   app.add_flag("--slot-sweep", load.slot_sweep,
                "--load: also time 8, 2 and 32 MiB reader slots (default 4 MiB)");
   CLI11_PARSE(app, argc, argv);

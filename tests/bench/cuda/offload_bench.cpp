@@ -320,30 +320,18 @@ int run_load_bench(const LoadBenchOptions& opt) {
   int rc = 0;
   // The default reader slots first, then larger ones (the previous default
   // was 16 x 32 MiB), to show what pinning them costs.
-  struct Variant {
-    size_t mib;  // reader slot or DMA chunk size
-    int count;   // slots (0: threads + 8) or registering threads
-    bool dma;    // page-cache DMA instead of the slots
+  struct Slots {
+    size_t mib;
+    int count;  // 0: threads + 8
   };
-  std::vector<Variant> variants = {{4, 0, false}};
-  if (opt.slot_sweep)
-    variants.insert(variants.end(), {{8, 0, false}, {2, 0, false}, {32, 16, false}});
-  if (opt.dma_sweep)
-    variants.insert(variants.end(),
-                    {{64, 4, true}, {64, 8, true}, {256, 4, true}, {32, 8, true}, {64, 2, true}});
-  for (const Variant& v : variants) {
+  std::vector<Slots> variants = {{4, 0}};
+  if (opt.slot_sweep) variants.insert(variants.end(), {{8, 0}, {2, 0}, {32, 16}});
+  for (const Slots& v : variants) {
     cuda::CudaTuning tuning;
-    if (v.dma) {
-      tuning.load.page_cache_dma = true;
-      tuning.load.dma.chunk_bytes = v.mib << 20;
-      tuning.load.dma.threads = v.count;
-      std::printf("-- page-cache DMA: %zu MiB chunks, %d registering threads\n", v.mib, v.count);
-    } else {
-      tuning.load.slot_bytes = v.mib << 20;
-      tuning.load.slots = v.count;
-      std::printf("-- reader slots: %zu MiB x %s\n", v.mib,
-                  v.count ? std::to_string(v.count).c_str() : "(threads + 8)");
-    }
+    tuning.load.slot_bytes = v.mib << 20;
+    tuning.load.slots = v.count;
+    std::printf("-- reader slots: %zu MiB x %s\n", v.mib,
+                v.count ? std::to_string(v.count).c_str() : "(threads + 8)");
     for (int i = 0; i < opt.repeats; ++i) {
       model::LoadOptions lo;
       const auto t0 = Clock::now();
@@ -365,11 +353,10 @@ int run_load_bench(const LoadBenchOptions& opt) {
           s.load_method.empty() ? "(host path)" : s.load_method.c_str(), wall,
           s.weight_bytes / 1e9);
       std::printf(
-          "RESULT load run=%d %s=%zu threads=%d bytes=%llu seconds=%.4f gbs=%.2f method=\"%s\" "
+          "RESULT load run=%d slot_mib=%zu bytes=%llu seconds=%.4f gbs=%.2f method=\"%s\" "
           "wall_s=%.4f\n",
-          i + 1, v.dma ? "dma_chunk_mib" : "slot_mib", v.mib, v.count,
-          static_cast<unsigned long long>(s.load_bytes), s.load_seconds, gbs, s.load_method.c_str(),
-          wall);
+          i + 1, v.mib, static_cast<unsigned long long>(s.load_bytes), s.load_seconds, gbs,
+          s.load_method.c_str(), wall);
       std::fflush(stdout);
     }
   }
