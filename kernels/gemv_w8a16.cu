@@ -141,7 +141,6 @@ __global__ void __launch_bounds__(WARPS * 32)
   constexpr int U = TILES == 1 ? 8 : 4;
   // Under programmatic dependent launch: wait for the producer of X (and of
   // `out`, for the residual epilogue) before anything else.
-  detail::pdl_launch_dependents();
   detail::pdl_wait();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
@@ -216,6 +215,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
   }
 
+  detail::pdl_launch_dependents();  // see the grouped kernel
   reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
 }
 
@@ -234,7 +234,6 @@ __global__ void __launch_bounds__(WARPS * 32)
                               const __nv_bfloat16* __restrict__ X, int batch,
                               void* __restrict__ out, int ld_out, bool vec) {
   static_assert(TILES * U <= 8, "weight registers: at most 8 chunk-tiles in flight per warp");
-  detail::pdl_launch_dependents();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * 16 * TILES;
@@ -309,6 +308,12 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
   }
 
+  // Under programmatic launch the next kernel may start once every block has
+  // passed this point: during this kernel's tail (reduction, stores, the last
+  // blocks), not at its start. Triggering at the start let the kernels after
+  // this one launch in a cascade whose waiting blocks held SM slots and
+  // whose early weight loads competed with this kernel's, and measured slower.
+  detail::pdl_launch_dependents();
   reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
 }
 

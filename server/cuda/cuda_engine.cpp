@@ -352,9 +352,15 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
               e->stats_.gpu_bytes / 1e9, options.gpu_memory_bytes / 1e9);
   int cc_major = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, options.device));
-  const bool pdl = e->tuning_.pdl && cc_major >= 9;
-  if (e->tuning_.pdl && !pdl)
-    log->info("cuda: programmatic dependent launch needs sm_90; not used");
+  // The synchronous pipelines are the ablation's copy-sync-compute steps:
+  // no overlap of any kind there.
+  const bool sync_pipeline = e->options_.pipeline == engine::Pipeline::kNaive ||
+                             e->options_.pipeline == engine::Pipeline::kPinned;
+  const bool pdl = e->tuning_.pdl && cc_major >= 9 && !sync_pipeline;
+  log->info("cuda: programmatic dependent launch {}", pdl               ? "on"
+                                                      : !e->tuning_.pdl ? "off"
+                                                      : sync_pipeline ? "off (synchronous pipeline)"
+                                                                      : "off (needs sm_90)");
   e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, pdl,
                                           streamed > 0 ? &e->streamer_ : nullptr);
   e->graphs_.assign(L.max_batch + 1, nullptr);

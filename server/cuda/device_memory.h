@@ -47,7 +47,11 @@ class DeviceBuffer {
 // write it; copies from it run asynchronously at full link rate), or plain
 // pageable memory (what a naive port uses: every copy from it is staged by
 // the driver and synchronous).
-enum class HostMemory { kPinnedMapped, kPageable };
+// kPinnedRegistered: pinned but not mapped, for staging only the copy engine
+// reads: anonymous memory on transparent huge pages, page-locked with
+// cudaHostRegister (on a VM, locking 2 MiB pages costs far less than
+// cudaHostAlloc's 4 KiB ones).
+enum class HostMemory { kPinnedMapped, kPageable, kPinnedRegistered };
 
 class HostBuffer {
  public:
@@ -77,7 +81,7 @@ class HostBuffer {
     return static_cast<T*>(device_);
   }
   size_t bytes() const { return bytes_; }
-  bool pinned() const { return kind_ == HostMemory::kPinnedMapped; }
+  bool pinned() const { return kind_ != HostMemory::kPageable; }
 
  private:
   void swap(HostBuffer& o) noexcept {

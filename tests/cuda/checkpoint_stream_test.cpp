@@ -195,5 +195,32 @@ TEST_F(CheckpointStream, MissingFile) {
   EXPECT_EQ(stats.error().code, Errc::kNotFound);
 }
 
+// The slots' memory: anonymous huge pages faulted in by several threads,
+// then registered with CUDA. Every byte must survive an asynchronous copy to
+// the device and back, the partial last huge page included.
+TEST(RegisteredHostMemory, CarriesAsyncCopiesBothWays) {
+  const size_t bytes = (size_t{37} << 20) + 4096 + 123;
+  auto buf = HostBuffer::allocate(bytes, HostMemory::kPinnedRegistered, "test buffer");
+  ASSERT_TRUE(buf) << buf.error().to_string();
+  EXPECT_TRUE(buf->pinned());
+  EXPECT_EQ(buf->bytes(), bytes);
+  std::mt19937_64 rng(ringserve::testing::test_seed());
+  std::vector<std::byte> want(bytes);
+  for (auto& b : want) b = static_cast<std::byte>(rng());
+  auto* host = buf->host<std::byte>();
+  std::memcpy(host, want.data(), bytes);
+  auto dev = DeviceBuffer::allocate(bytes, "test buffer");
+  ASSERT_TRUE(dev) << dev.error().to_string();
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  ASSERT_CUDA(cudaMemcpyAsync(dev->as(), host, bytes, cudaMemcpyHostToDevice, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  std::memset(host, 0, bytes);
+  ASSERT_CUDA(cudaMemcpyAsync(host, dev->as(), bytes, cudaMemcpyDeviceToHost, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  cudaStreamDestroy(stream);
+  EXPECT_EQ(std::memcmp(host, want.data(), bytes), 0);
+}
+
 }  // namespace
 }  // namespace ringserve::cuda

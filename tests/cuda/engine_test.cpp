@@ -227,10 +227,10 @@ void expect_engines_agree(engine::Engine& a, engine::Engine& b, const std::vecto
 // order of the (separately tuned) GEMV shapes.
 TEST_P(CudaGolden, PdlAndPlainLaunchesAgree) {
   const auto cases = load_golden(GetParam());
-  cuda::CudaTuning with_pdl;
-  with_pdl.pdl = true;
-  auto a = make_cuda(load_fixture(GetParam()), 2);
-  auto b = make_cuda(load_fixture(GetParam()), 2, with_pdl);
+  cuda::CudaTuning without_pdl;
+  without_pdl.pdl = false;
+  auto a = make_cuda(load_fixture(GetParam()), 2, without_pdl);
+  auto b = make_cuda(load_fixture(GetParam()), 2);  // PDL is the default
   ASSERT_TRUE(a && b);
   expect_engines_agree(*a, *b, cases[2].prompt, cases[0].prompt, 12, 1e-4);
 }
