@@ -44,8 +44,8 @@ Expected<CheckpointStreamStats> stream_checkpoint_rows(const std::filesystem::pa
   const Events events = RS_TRY(Events::create(nslots));
   // Declared before the drain, so on every exit the stream is drained
   // before the slots are freed. Registered huge pages: on the H200 VM they
-  // were ready in a third of cudaHostAlloc's time (22 against 38-52 ms of a
-  // 0.4 s load). Both kinds are page-aligned, so every slot is 4096-aligned
+  // were ready in a fraction of cudaHostAlloc's time (7-14 against 38-52 ms
+  // of a 0.4 s load). Both kinds are page-aligned, so every slot is 4096-aligned
   // as O_DIRECT needs.
   auto pinned = PinnedBuffer::allocate(slot_bytes * nslots, HostMemory::kPinnedRegistered,
                                        "checkpoint slots");

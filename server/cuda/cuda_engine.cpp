@@ -38,6 +38,11 @@ constexpr int kDefaultMaxContext = 4096;
 // in groups that fit.
 constexpr size_t kScoreBudget = 512u << 20;
 
+// The ablation's copy-sync-compute steps: no overlap of any kind there.
+bool synchronous(engine::Pipeline p) {
+  return p == engine::Pipeline::kNaive || p == engine::Pipeline::kPinned;
+}
+
 // Host buffers the engine copies from: pageable only in the naive pipeline.
 HostMemory host_memory_for(engine::Pipeline p) {
   return p == engine::Pipeline::kNaive ? HostMemory::kPageable : HostMemory::kPinnedMapped;
@@ -219,8 +224,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   e->kv_.layer_stride = 2 * e->kv_.kv_stride;
 
   const engine::Pipeline pipeline = options.pipeline;
-  const bool sync_pipeline =
-      pipeline == engine::Pipeline::kNaive || pipeline == engine::Pipeline::kPinned;
+  const bool sync_pipeline = synchronous(pipeline);
   const HostMemory host_kind = host_memory_for(pipeline);
   log->info("cuda: pipeline {}", engine::pipeline_name(pipeline));
 
@@ -352,10 +356,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
               e->stats_.gpu_bytes / 1e9, options.gpu_memory_bytes / 1e9);
   int cc_major = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, options.device));
-  // The synchronous pipelines are the ablation's copy-sync-compute steps:
-  // no overlap of any kind there.
-  const bool sync_pipeline = e->options_.pipeline == engine::Pipeline::kNaive ||
-                             e->options_.pipeline == engine::Pipeline::kPinned;
+  const bool sync_pipeline = synchronous(e->options_.pipeline);
   const bool pdl = e->tuning_.pdl && cc_major >= 9 && !sync_pipeline;
   log->info("cuda: programmatic dependent launch {}", pdl               ? "on"
                                                       : !e->tuning_.pdl ? "off"

@@ -14,10 +14,11 @@
 namespace ringserve::cuda {
 namespace {
 
+constexpr size_t kHugePage = size_t{2} << 20;
+
 // Whole huge pages, so the mapping's last page can be a huge one too.
 size_t registered_length(size_t bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  return (bytes + kHuge - 1) / kHuge * kHuge;
+  return (bytes + kHugePage - 1) / kHugePage * kHugePage;
 }
 
 // cudaHostRegister faults the pages in itself, on one thread, and zeroing
@@ -30,8 +31,7 @@ void fault_in_parallel(std::byte* p, size_t len) {
       std::clamp<size_t>(len / kPerThread, 1, std::max(1u, std::thread::hardware_concurrency()));
   const auto touch = [p, len, threads](size_t t) {
     // Ranges of whole huge pages, so no huge page is faulted by two threads.
-    constexpr size_t kHuge = size_t{2} << 20;
-    const size_t per = (len / kHuge + threads - 1) / threads * kHuge;
+    const size_t per = (len / kHugePage + threads - 1) / threads * kHugePage;
     const size_t end = std::min(len, (t + 1) * per);
     for (size_t o = t * per; o < end; o += kPage)
       *reinterpret_cast<volatile std::byte*>(p + o) = {};

@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -75,7 +74,7 @@ class HostBuffer {
   T* host() const {
     return static_cast<T*>(host_);
   }
-  // The device address of pinned memory; null for pageable memory.
+  // The device address of pinned, mapped memory; null for the other kinds.
   template <class T = void>
   T* device() const {
     return static_cast<T*>(device_);
@@ -118,7 +117,6 @@ class Events {
 
   cudaEvent_t operator[](size_t i) const { return events_[i]; }
   size_t size() const { return events_.size(); }
-  std::span<const cudaEvent_t> all() const { return events_; }
 
  private:
   void destroy();
