@@ -42,6 +42,46 @@ Status attention_decode(const DecodeAttentionArgs& a, cudaStream_t stream) {
   return ok();
 }
 
+bool attention_decode_rope_supported(int device, int cluster_blocks, int num_heads,
+                                     int num_kv_heads, int head_dim) {
+  int major = 0, current = 0, clusters = 0;
+  if (cluster_blocks != 8 && cluster_blocks != 16) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      major < 9)
+    return false;
+  if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) return false;
+  const cudaError_t err = detail::attention_decode_rope_max_clusters(
+      cluster_blocks, num_heads, num_kv_heads, head_dim, &clusters);
+  cudaSetDevice(current);
+  if (err != cudaSuccess) cudaGetLastError();  // not sticky: clear it for the caller
+  return err == cudaSuccess && clusters > 0;
+}
+
+Status attention_decode_rope(const RopeAttentionArgs& ra, cudaStream_t stream) {
+  const DecodeAttentionArgs& a = ra.attn;
+  const RopeKvArgs& r = ra.rope;
+  if (a.batch <= 0 || a.num_heads <= 0 || a.num_kv_heads <= 0 ||
+      a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > kAttentionMaxGroup ||
+      a.head_dim % 8 != 0 || a.head_dim <= 0 || a.head_dim > kAttentionMaxHeadDim ||
+      a.block_tokens <= 0 || a.max_blocks_per_seq <= 0 ||
+      (ra.cluster_blocks != 8 && ra.cluster_blocks != 16))
+    return make_error(Errc::kInvalidArgument,
+                      "attention_decode_rope: unsupported shape (H={} KVH={} D={} cluster={})",
+                      a.num_heads, a.num_kv_heads, a.head_dim, ra.cluster_blocks);
+  if (r.num_heads != a.num_heads || r.num_kv_heads != a.num_kv_heads || r.head_dim != a.head_dim ||
+      r.block_tokens != a.block_tokens || r.k_cache != a.k_cache || r.v_cache != a.v_cache)
+    return make_error(Errc::kInvalidArgument,
+                      "attention_decode_rope: the RoPE and attention arguments disagree");
+  if (!ra.qkv || !a.k_cache || !a.v_cache || !a.block_tables || !a.context_lens || !a.out ||
+      !r.positions || !r.slots)
+    return make_error(Errc::kInvalidArgument, "attention_decode_rope: null pointer");
+  if (ra.ld_qkv < (a.num_heads + 2 * a.num_kv_heads) * a.head_dim)
+    return make_error(Errc::kInvalidArgument, "attention_decode_rope: ld_qkv {} too small",
+                      ra.ld_qkv);
+  CUDA_CHECK(detail::attention_decode_rope_launch(ra, stream));
+  return ok();
+}
+
 Status prefill_attention_prepare(const PrefillAttentionArgs& a, cudaStream_t stream) {
   RS_TRY_STATUS(check_prefill(a));
   for (int s = 0; s < a.nseq; ++s) CUDA_CHECK(detail::prefill_pointers_launch(a, s, stream));

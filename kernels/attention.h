@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "rope_kv.h"
+
 #ifndef __CUDACC__
 #include "ringserve/common/expected.h"
 #endif
@@ -78,6 +80,39 @@ __host__ __device__ inline int decode_max_splits(int max_context, int min_split,
 Status attention_decode(const DecodeAttentionArgs& args, cudaStream_t stream);
 #endif
 
+// Decode attention with RoPE and the new token's KV write fused in, for
+// compute capability 9.0 (thread block clusters). One cluster of
+// cluster_blocks blocks per (sequence, kv head) divides the context between
+// its blocks; each block rotates its query heads itself, the block holding
+// the newest key rotates that key and writes it and its value to the cache,
+// and the blocks merge their partial softmax sums through distributed shared
+// memory: one launch per layer where the unfused path needs rope_kv_write
+// and attention_decode, and no split results or counters in global memory.
+// attn.pdl is ignored: launched with programmatic dependent launch, or
+// followed by a kernel launched so, the decode step measured slower on the
+// H200 (321-329 against 344 tok/s at batch 1), so the kernel is always
+// launched normally and the caller should launch its successor normally too.
+struct RopeAttentionArgs {
+  // q_out, k_out, v_out and ntok of rope are unused (the batch is attn.batch);
+  // so are attn.q and its split fields. rope.k_cache / v_cache must be
+  // attn's, and the block sizes the same.
+  DecodeAttentionArgs attn;
+  RopeKvArgs rope;
+  // [batch, ld_qkv]: q | k | v of the new tokens, scale and bias applied.
+  const float* qkv = nullptr;
+  int ld_qkv = 0;
+  int cluster_blocks = 16;  // 8 (portable) or 16
+};
+
+#ifndef __CUDACC__
+// Whether attention_decode_rope can run this shape on `device` with
+// cluster_blocks blocks per cluster: compute capability 9.0 or newer and at
+// least one such cluster fits (shared memory, cluster size).
+bool attention_decode_rope_supported(int device, int cluster_blocks, int num_heads,
+                                     int num_kv_heads, int head_dim);
+Status attention_decode_rope(const RopeAttentionArgs& args, cudaStream_t stream);
+#endif
+
 struct PrefillAttentionArgs {
   // Packed prompt tokens of nseq sequences, positions 0..len-1 each.
   const __nv_bfloat16* q = nullptr;  // [ntok, H*D]
@@ -112,6 +147,10 @@ Status attention_prefill(const PrefillAttentionArgs& args, cublasHandle_t cublas
 
 namespace detail {
 cudaError_t attention_decode_launch(const DecodeAttentionArgs& args, cudaStream_t stream);
+cudaError_t attention_decode_rope_launch(const RopeAttentionArgs& args, cudaStream_t stream);
+// Clusters of the launch that can be resident at once (0: none fits).
+cudaError_t attention_decode_rope_max_clusters(int cluster_blocks, int num_heads, int num_kv_heads,
+                                               int head_dim, int* clusters);
 cudaError_t prefill_pointers_launch(const PrefillAttentionArgs& args, int seq, cudaStream_t stream);
 cudaError_t causal_softmax_launch(const float* scores, __nv_bfloat16* probs, int T, int rows,
                                   cudaStream_t stream);

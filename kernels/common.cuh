@@ -139,6 +139,23 @@ cudaError_t launch_maybe_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, s
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
+// RoPE inverse frequency i of a head of head_dim d: from the engine's
+// table when there is one, else computed so that it rounds to the same bf16
+// (see rope_kv.cu for why bf16 and why the double pow).
+__device__ __forceinline__ float rope_inv_freq(const float* table, float theta, int i, int d) {
+  if (table) return table[i];
+  const float exact = static_cast<float>(1.0 / pow(static_cast<double>(theta), (2.0 * i) / d));
+  return __bfloat162float(__float2bfloat16_rn(exact));
+}
+
+// Rotate-half RoPE of the pair (x1, x2) = (v[i], v[i + d/2]). Unfused
+// multiplies and adds, so every kernel that rotates (rope_kv_write, the
+// fused attention) gets the same bits whatever the compiler contracts.
+__device__ __forceinline__ float2 rope_rotate(float x1, float x2, float c, float s) {
+  return make_float2(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)),
+                     __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
+}
+
 __device__ __forceinline__ float silu(float x) {
   return x / (1.0f + expf(-x));
 }

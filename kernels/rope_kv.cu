@@ -55,16 +55,8 @@ __global__ void __launch_bounds__(kThreads)
   if (h0 < H + KVH) {
     const float pos = static_cast<float>(a.positions[tok]);
     for (int i = threadIdx.x; i < half; i += kThreads) {
-      float inv_freq;
-      if (a.inv_freq) {
-        inv_freq = a.inv_freq[i];
-      } else {
-        const float exact =
-            static_cast<float>(1.0 / pow(static_cast<double>(a.rope_theta), (2.0 * i) / D));
-        inv_freq = __bfloat162float(__float2bfloat16_rn(exact));
-      }
       float s, c;
-      sincosf(pos * inv_freq, &s, &c);
+      sincosf(pos * detail::rope_inv_freq(a.inv_freq, a.rope_theta, i, D), &s, &c);
       cos_t[i] = c;
       sin_t[i] = s;
     }
@@ -82,9 +74,9 @@ __global__ void __launch_bounds__(kThreads)
     if (idx >= nh * half) continue;
     const int head = h0 + idx / half, i = idx % half;
     if (head < H + KVH) {
-      const float c = cos_t[i], s = sin_t[i];
-      const __nv_bfloat16 o1 = __float2bfloat16(x1[k] * c - x2[k] * s);
-      const __nv_bfloat16 o2 = __float2bfloat16(x2[k] * c + x1[k] * s);
+      const float2 rot = detail::rope_rotate(x1[k], x2[k], cos_t[i], sin_t[i]);
+      const __nv_bfloat16 o1 = __float2bfloat16(rot.x);
+      const __nv_bfloat16 o2 = __float2bfloat16(rot.y);
       if (head < H) {
         __nv_bfloat16* q = a.q_out + static_cast<size_t>(tok) * H * D + head * D;
         q[i] = o1;

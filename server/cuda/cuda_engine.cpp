@@ -135,7 +135,8 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
   SampledToken collect(Sequence& s, int row, bool from_prefill);
   Status run_prefill(std::vector<Sequence*>& group, StepResult& result);
   Status run_decode(std::vector<Sequence*>& batch, StepResult& result);
-  Status decode_graph(int batch);
+  // attention: which decode attention the graph runs (Forward::decode).
+  Status decode_graph(int batch, DecodeAttention attention);
   // Uploads the step's metadata: one async copy (a graph node under
   // graphs), or copy-then-sync for the naive and pinned pipelines.
   Status upload_meta();
@@ -159,8 +160,9 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
   KvBlocks blocks_;
   LayerStreamer streamer_;
   std::unique_ptr<Forward> forward_;
-  std::vector<cudaGraphExec_t> graphs_;  // [batch], captured on first use
-  std::vector<Sequence> seqs_;           // admission order
+  // [batch * 2 + attention], captured on first use.
+  std::vector<cudaGraphExec_t> graphs_;
+  std::vector<Sequence> seqs_;  // admission order
   CudaEngineStats stats_;
 };
 
@@ -181,6 +183,11 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
   if (tuning.attention_splits < 0 || tuning.attention_splits > 4096)
     return make_error(Errc::kInvalidArgument, "attention_splits {} out of range",
                       tuning.attention_splits);
+
+  if (tuning.attention_cluster != 0 && tuning.attention_cluster != 8 &&
+      tuning.attention_cluster != 16)
+    return make_error(Errc::kInvalidArgument, "attention_cluster {} is not 0, 8 or 16",
+                      tuning.attention_cluster);
 
   auto e = std::unique_ptr<CudaEngine>(new CudaEngine());
   e->options_ = options;
@@ -362,9 +369,22 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
                                                       : !e->tuning_.pdl ? "off"
                                                       : sync_pipeline ? "off (synchronous pipeline)"
                                                                       : "off (needs sm_90)");
-  e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, pdl,
+  DecodeKernels decode_kernels;
+  decode_kernels.pdl = pdl;
+  if (e->tuning_.attention_cluster > 0 &&
+      kernels::attention_decode_rope_supported(options.device, e->tuning_.attention_cluster,
+                                               c.num_heads, c.num_kv_heads, c.head_dim))
+    decode_kernels.attention_cluster = e->tuning_.attention_cluster;
+  log->info(
+      "cuda: decode attention {}",
+      decode_kernels.attention_cluster > 0
+          ? fmt::format("with RoPE fused, on clusters of {} blocks, up to a context of {}",
+                        decode_kernels.attention_cluster, e->tuning_.cluster_attention_max_context)
+      : e->tuning_.attention_cluster > 0 ? "split, RoPE separate (no thread block clusters)"
+                                         : "split, RoPE separate");
+  e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, decode_kernels,
                                           streamed > 0 ? &e->streamer_ : nullptr);
-  e->graphs_.assign(L.max_batch + 1, nullptr);
+  e->graphs_.assign(2 * (L.max_batch + 1), nullptr);
 
   e->info_.backend = "cuda";
   e->info_.model_name = c.name;
@@ -497,23 +517,25 @@ Status CudaEngine::fetch_results() {
   return ok();
 }
 
-Status CudaEngine::decode_graph(int batch) {
-  if (graphs_[batch]) return ok();
+Status CudaEngine::decode_graph(int batch, DecodeAttention attention) {
+  cudaGraphExec_t& exec = graphs_[2 * batch + static_cast<int>(attention)];
+  if (exec) return ok();
   cudaGraph_t graph = nullptr;
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
                              cudaMemcpyHostToDevice, stream_));
-  Status st = forward_->decode(batch, stream_);
+  Status st = forward_->decode(batch, stream_, attention);
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!st) {
     if (graph) cudaGraphDestroy(graph);
     return st;
   }
   CUDA_CHECK(end);
-  const cudaError_t inst = cudaGraphInstantiate(&graphs_[batch], graph, 0);
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   CUDA_CHECK(inst);
-  log::get("engine")->debug("cuda: captured the decode graph for batch {}", batch);
+  log::get("engine")->debug("cuda: captured the decode graph for batch {} ({} attention)", batch,
+                            attention == DecodeAttention::kCluster ? "cluster" : "split");
   return ok();
 }
 
@@ -543,13 +565,20 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
     std::copy(s.blocks.begin(), s.blocks.end(), m.block_tables + static_cast<size_t>(i) * MB);
     fill_sampling(m.sampling[i], s);
   }
+  // The cluster attention is faster up to a context of about 1.5-1.8K
+  // tokens, the split attention beyond (CudaTuning::cluster_attention_max_context).
+  int longest = 0;
+  for (int i = 0; i < n; ++i) longest = std::max(longest, m.context_lens[i]);
+  const DecodeAttention attention = longest > tuning_.cluster_attention_max_context
+                                        ? DecodeAttention::kSplit
+                                        : DecodeAttention::kCluster;
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
   if (options_.pipeline == engine::Pipeline::kGraphs) {
-    RS_TRY_STATUS(decode_graph(n));
-    CUDA_CHECK(cudaGraphLaunch(graphs_[n], stream_));
+    RS_TRY_STATUS(decode_graph(n, attention));
+    CUDA_CHECK(cudaGraphLaunch(graphs_[2 * n + static_cast<int>(attention)], stream_));
   } else {
     RS_TRY_STATUS(upload_meta());
-    RS_TRY_STATUS(forward_->decode(n, stream_));
+    RS_TRY_STATUS(forward_->decode(n, stream_, attention));
   }
   CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));

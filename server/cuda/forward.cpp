@@ -32,9 +32,9 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
                                         c.hidden_size, m_.lm_head_bf16(), c.hidden_size, ws_.logits,
                                         CUDA_R_32F, c.vocab_size, stream));
   } else {
-    RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(m_.lm_head(), ws_.xn, 2 * rows, ws_.logits, GemvEpilogue::kStoreF32, pdl_),
-        m_.lm_head().gemv, stream));
+    RS_TRY_STATUS(kernels::gemv_w8a16(gemv_args(m_.lm_head(), ws_.xn, 2 * rows, ws_.logits,
+                                                GemvEpilogue::kStoreF32, kernels_.pdl),
+                                      m_.lm_head().gemv, stream));
   }
   RS_TRY_STATUS(
       kernels::add_second_half(ws_.logits, static_cast<size_t>(rows) * c.vocab_size, stream));
@@ -61,9 +61,53 @@ kernels::RopeKvArgs Forward::rope_args(int layer, int ntok) const {
   return r;
 }
 
-Status Forward::decode(int batch, cudaStream_t stream) {
+// RoPE, the KV write and attention of layer `layer` for one new token per
+// sequence: ws_.qkv_f32 in, ws_.attn out.
+Status Forward::decode_attention(int layer, int batch, bool cluster, cudaStream_t stream) {
   const auto& c = m_.config();
   const auto& L = ws_.limits;
+  const auto& meta = ws_.dev_meta;
+  const int ld_qkv = m_.layers()[layer].qkv.rows;
+  kernels::RopeKvArgs r = rope_args(layer, batch);
+  r.pdl = kernels_.pdl;
+  kernels::DecodeAttentionArgs a;
+  a.k_cache = kv_.k(layer);
+  a.v_cache = kv_.v(layer);
+  a.block_tables = meta.block_tables;
+  a.max_blocks_per_seq = L.max_blocks_per_seq;
+  a.context_lens = meta.context_lens;
+  a.batch = batch;
+  a.num_heads = c.num_heads;
+  a.num_kv_heads = c.num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.block_tokens = L.block_tokens;
+  a.out = ws_.attn;
+  a.pdl = kernels_.pdl;
+  if (cluster) {
+    kernels::RopeAttentionArgs ra;
+    ra.attn = a;
+    ra.rope = r;
+    ra.qkv = ws_.qkv_f32;
+    ra.ld_qkv = ld_qkv;
+    ra.cluster_blocks = kernels_.attention_cluster;
+    return kernels::attention_decode_rope(ra, stream);
+  }
+  RS_TRY_STATUS(kernels::rope_kv_write(ws_.qkv_f32, ld_qkv, r, stream));
+  a.q = ws_.q;
+  a.split_tokens = L.split_tokens;
+  a.max_splits = L.max_splits;
+  a.partial_o = ws_.partial_o;
+  a.partial_ml = ws_.partial_ml;
+  if (L.target_splits > 0) {
+    a.split_counters = ws_.split_counters;
+    a.target_splits = L.target_splits;
+  }
+  return kernels::attention_decode(a, stream);
+}
+
+Status Forward::decode(int batch, cudaStream_t stream, DecodeAttention attention) {
+  const auto& c = m_.config();
+  const bool cluster = kernels_.attention_cluster > 0 && attention == DecodeAttention::kCluster;
   const int H = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   const auto& meta = ws_.dev_meta;
@@ -73,48 +117,26 @@ Status Forward::decode(int batch, cudaStream_t stream) {
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& layer = m_.layers()[l];
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.input_norm, ws_.xn, batch, H, eps,
-                                               nullptr, stream, nullptr, pdl_));
+                                               nullptr, stream, nullptr, kernels_.pdl));
     if (streamer_) RS_TRY_STATUS(streamer_->before_layer(l, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32, pdl_),
+        gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32, kernels_.pdl),
         layer.qkv.gemv, stream));
-    kernels::RopeKvArgs r = rope_args(l, batch);
-    r.pdl = pdl_;
-    RS_TRY_STATUS(kernels::rope_kv_write(ws_.qkv_f32, layer.qkv.rows, r, stream));
-    kernels::DecodeAttentionArgs a;
-    a.q = ws_.q;
-    a.k_cache = kv_.k(l);
-    a.v_cache = kv_.v(l);
-    a.block_tables = meta.block_tables;
-    a.max_blocks_per_seq = L.max_blocks_per_seq;
-    a.context_lens = meta.context_lens;
-    a.batch = batch;
-    a.num_heads = c.num_heads;
-    a.num_kv_heads = c.num_kv_heads;
-    a.head_dim = c.head_dim;
-    a.block_tokens = L.block_tokens;
-    a.split_tokens = L.split_tokens;
-    a.max_splits = L.max_splits;
-    a.partial_o = ws_.partial_o;
-    a.partial_ml = ws_.partial_ml;
-    if (L.target_splits > 0) {
-      a.split_counters = ws_.split_counters;
-      a.target_splits = L.target_splits;
-    }
-    a.out = ws_.attn;
-    a.pdl = pdl_;
-    RS_TRY_STATUS(kernels::attention_decode(a, stream));
-    RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.o, ws_.attn, batch, ws_.resid, GemvEpilogue::kResidualAddF32, pdl_),
-        layer.o.gemv, stream));
+    RS_TRY_STATUS(decode_attention(l, batch, cluster, stream));
+    // Not programmatically launched after the cluster attention (see
+    // kernels::RopeAttentionArgs: measured slower).
+    RS_TRY_STATUS(
+        kernels::gemv_w8a16(gemv_args(layer.o, ws_.attn, batch, ws_.resid,
+                                      GemvEpilogue::kResidualAddF32, kernels_.pdl && !cluster),
+                            layer.o.gemv, stream));
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.post_attention_norm, ws_.xn, batch,
-                                               H, eps, nullptr, stream, nullptr, pdl_));
+                                               H, eps, nullptr, stream, nullptr, kernels_.pdl));
     RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16, pdl_),
+        gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16, kernels_.pdl),
         layer.gate_up.gemv, stream));
-    RS_TRY_STATUS(kernels::gemv_w8a16(
-        gemv_args(layer.down, ws_.act, batch, ws_.resid, GemvEpilogue::kResidualAddF32, pdl_),
-        layer.down.gemv, stream));
+    RS_TRY_STATUS(kernels::gemv_w8a16(gemv_args(layer.down, ws_.act, batch, ws_.resid,
+                                                GemvEpilogue::kResidualAddF32, kernels_.pdl),
+                                      layer.down.gemv, stream));
     if (streamer_) RS_TRY_STATUS(streamer_->after_layer(l, stream));
   }
   if (streamer_) RS_TRY_STATUS(streamer_->end_pass(stream));

@@ -26,17 +26,33 @@ struct KvPool {
   __nv_bfloat16* v(int layer) const { return k(layer) + kv_stride; }
 };
 
+// Decode attention of one step: the cluster kernel where DecodeKernels
+// enables it (kSplit then picks the split kernels for that step, e.g. for
+// long contexts), else always the split kernels.
+enum class DecodeAttention { kCluster = 0, kSplit = 1 };
+
+// Which decode kernels Forward launches.
+struct DecodeKernels {
+  // Launch the decode kernels with programmatic dependent launch (see
+  // kernels::GemvArgs::pdl; sm_90 only).
+  bool pdl = false;
+  // Blocks per cluster of the fused RoPE + attention kernel
+  // (kernels::attention_decode_rope; sm_90 only); 0: rope_kv_write, then
+  // attention_decode.
+  int attention_cluster = 0;
+};
+
 class Forward {
  public:
-  // pdl: launch the decode GEMVs with programmatic dependent launch (see
-  // kernels::GemvArgs::pdl; sm_90 only). streamer: brings host-resident
-  // layers in (null when every layer is on the GPU).
+  // streamer: brings host-resident layers in (null when every layer is on
+  // the GPU).
   Forward(const DeviceModel& model, Workspace& ws, const KvPool& kv, cublasHandle_t cublas,
-          bool pdl = false, LayerStreamer* streamer = nullptr)
-      : m_(model), ws_(ws), kv_(kv), cublas_(cublas), pdl_(pdl), streamer_(streamer) {}
+          DecodeKernels kernels = {}, LayerStreamer* streamer = nullptr)
+      : m_(model), ws_(ws), kv_(kv), cublas_(cublas), kernels_(kernels), streamer_(streamer) {}
 
   // Decode `batch` sequences: inputs in dev_meta rows [0, batch).
-  Status decode(int batch, cudaStream_t stream);
+  Status decode(int batch, cudaStream_t stream,
+                DecodeAttention attention = DecodeAttention::kCluster);
 
   // Prefill `nseq` prompts packed into ntok rows of dev_meta; seq_start and
   // seq_len are host arrays. Samples each sequence's first token.
@@ -45,6 +61,7 @@ class Forward {
  private:
   Status logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream);
   kernels::RopeKvArgs rope_args(int layer, int ntok) const;
+  Status decode_attention(int layer, int batch, bool cluster, cudaStream_t stream);
   Status linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloat16* x,
                         cudaStream_t stream);
 
@@ -52,7 +69,7 @@ class Forward {
   Workspace& ws_;
   const KvPool& kv_;
   cublasHandle_t cublas_;
-  bool pdl_ = false;
+  DecodeKernels kernels_;
   LayerStreamer* streamer_ = nullptr;
 };
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attention.h"
 #include "cuda/cuda_engine.h"
 #include "engine/cpu_engine.h"
 #include "model/loader.h"
@@ -240,14 +241,56 @@ TEST_P(CudaGolden, PdlAndPlainLaunchesAgree) {
 // same attention: same greedy tokens, logits equal up to summation order.
 // Also run under graphs, so the fused path's split counters must come back
 // to zero after every replay.
+// Both without clusters (CudaTuning::attention_cluster = 0), the path every
+// GPU before sm_90 takes.
 TEST_P(CudaGolden, FusedAndSplitCombineAttentionAgree) {
   const auto cases = load_golden(GetParam());
-  cuda::CudaTuning old_attention;
+  cuda::CudaTuning fused, old_attention;
+  fused.attention_cluster = 0;
+  old_attention.attention_cluster = 0;
   old_attention.attention_splits = 0;
-  auto a = make_cuda(load_fixture(GetParam()), 2);
+  auto a = make_cuda(load_fixture(GetParam()), 2, fused);
   auto b = make_cuda(load_fixture(GetParam()), 2, old_attention);
   ASSERT_TRUE(a && b);
   expect_engines_agree(*a, *b, cases[2].prompt, cases[0].prompt, 24, 1e-4);
+}
+
+// RoPE and attention in one kernel on thread block clusters (the default
+// on sm_90) against the two-kernel split path, over contexts that grow
+// across the graph replays: the same greedy tokens, and logits equal up to
+// the attention's summation order. Both rotate with the same arithmetic,
+// so q and the new keys are the same bits; the attention outputs are
+// rounded to bf16, where a different summation order flips the last bit of
+// a few elements: on tiny-qwen2 that moves the logits by up to 1.4e-3
+// (measured on the H200), deterministically.
+TEST_P(CudaGolden, ClusterAndSplitAttentionAgree) {
+  const auto cases = load_golden(GetParam());
+  const auto config = load_fixture(GetParam()).config;
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  if (!kernels::attention_decode_rope_supported(device, 16, config.num_heads, config.num_kv_heads,
+                                                config.head_dim))
+    GTEST_SKIP() << "no thread block clusters on this GPU";
+  cuda::CudaTuning split, eight;
+  split.attention_cluster = 0;
+  eight.attention_cluster = 8;
+  auto a = make_cuda(load_fixture(GetParam()), 2, split);
+  auto b = make_cuda(load_fixture(GetParam()), 2);  // clusters of 16 by default
+  auto c = make_cuda(load_fixture(GetParam()), 2, eight);
+  ASSERT_TRUE(a && b && c);
+  expect_engines_agree(*a, *b, cases[2].prompt, cases[0].prompt, 24, 3e-3);
+  auto a2 = make_cuda(load_fixture(GetParam()), 2, split);
+  ASSERT_TRUE(a2);
+  expect_engines_agree(*a2, *c, cases[1].prompt, cases[3].prompt, 24, 3e-3);
+  // Switching mid-generation: the cluster kernel up to a few tokens past
+  // the prompts, the split kernels after (one graph captured for each).
+  cuda::CudaTuning switching;
+  switching.cluster_attention_max_context =
+      static_cast<int>(std::max(cases[2].prompt.size(), cases[0].prompt.size())) + 6;
+  auto a3 = make_cuda(load_fixture(GetParam()), 2, split);
+  auto d = make_cuda(load_fixture(GetParam()), 2, switching);
+  ASSERT_TRUE(a3 && d);
+  expect_engines_agree(*a3, *d, cases[2].prompt, cases[0].prompt, 24, 3e-3);
 }
 
 TEST_P(CudaGolden, GraphsAndDirectLaunchesAgree) {

@@ -7,6 +7,7 @@
 
 #include "attention.h"
 #include "device_buffer.h"
+#include "model/rope_frequencies.h"
 #include "reference.h"
 #include "support/test_support.h"
 
@@ -170,6 +171,192 @@ TEST(AttentionDecode, RejectsUnsupportedShapes) {
   a.block_tokens = 16;
   a.max_blocks_per_seq = 1;
   EXPECT_FALSE(kernels::attention_decode(a, nullptr));
+}
+
+// The fused RoPE + attention kernel (thread block clusters): q and the
+// newest key of each sequence rotated from a raw qkv row, that key and its
+// value written to the cache (and nothing else in the cache touched), and
+// attention over the whole context, against the double reference.
+bool clusters_available(int cluster_blocks, const Shape& s) {
+  int device = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         kernels::attention_decode_rope_supported(device, cluster_blocks, s.H, s.KVH, s.D);
+}
+
+void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_blocks,
+                       bool freq_table = true) {
+  std::mt19937_64 rng(test_seed() ^ (s.D * 7919 + ctx.back()));
+  const int B = static_cast<int>(ctx.size()), BT = 16;
+  const double theta = 10000.0;
+  const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
+  const int max_blocks = (max_ctx + BT - 1) / BT + 1;
+  const int nblocks = B * max_blocks + 3;
+  std::vector<int32_t> perm(nblocks);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int32_t> tables(static_cast<size_t>(B) * max_blocks);
+  for (size_t i = 0; i < tables.size(); ++i) tables[i] = perm[i];
+  const size_t cache_n = static_cast<size_t>(nblocks) * s.KVH * BT * s.D;
+  const auto kc = ref::random_bf16(cache_n, rng), vc = ref::random_bf16(cache_n, rng);
+  const int width = (s.H + 2 * s.KVH) * s.D, ld = width + 8;
+  const auto qkv = ref::random_f32(static_cast<size_t>(B) * ld, rng, -2.0f, 2.0f);
+  std::vector<int32_t> positions(B), slots(B);
+  for (int b = 0; b < B; ++b) {
+    const int pos = ctx[b] - 1;
+    positions[b] = pos;
+    slots[b] = tables[b * max_blocks + pos / BT] * BT + pos % BT;
+  }
+
+  DeviceBuffer<uint16_t> dk(kc), dv(vc), out(static_cast<size_t>(B) * s.H * s.D);
+  DeviceBuffer<float> dqkv(qkv), dfreq(model::rope_inv_freq(s.D, theta));
+  DeviceBuffer<int32_t> dt(tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end())),
+      dpos(positions), dslots(slots);
+  out.poison();
+  kernels::RopeAttentionArgs ra;
+  auto& a = ra.attn;
+  a.k_cache = bf(dk);
+  a.v_cache = bf(dv);
+  a.block_tables = dt.get();
+  a.max_blocks_per_seq = max_blocks;
+  a.context_lens = dctx.get();
+  a.batch = B;
+  a.num_heads = s.H;
+  a.num_kv_heads = s.KVH;
+  a.head_dim = s.D;
+  a.block_tokens = BT;
+  a.out = bf(out);
+  auto& r = ra.rope;
+  r.num_heads = s.H;
+  r.num_kv_heads = s.KVH;
+  r.head_dim = s.D;
+  r.rope_theta = static_cast<float>(theta);
+  r.inv_freq = freq_table ? dfreq.get() : nullptr;
+  r.positions = dpos.get();
+  r.slots = dslots.get();
+  r.block_tokens = BT;
+  r.k_cache = bf(dk);
+  r.v_cache = bf(dv);
+  ra.qkv = dqkv.get();
+  ra.ld_qkv = ld;
+  ra.cluster_blocks = cluster_blocks;
+  auto st = kernels::attention_decode_rope(ra, nullptr);
+  ASSERT_TRUE(st) << st.error().to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto o = out.download(), k2 = dk.download(), v2 = dv.download();
+
+  // The cache: the new slots hold the rotated key and the value, within
+  // bf16 rounding; every other element is untouched.
+  std::vector<bool> is_new(cache_n, false);
+  std::vector<double> got_kv, want_kv;
+  const int G = s.H / s.KVH;
+  for (int b = 0; b < B; ++b) {
+    const float* row = qkv.data() + static_cast<size_t>(b) * ld;
+    for (int kvh = 0; kvh < s.KVH; ++kvh) {
+      std::vector<double> kvec(s.D);
+      for (int d = 0; d < s.D; ++d) kvec[d] = row[(s.H + kvh) * s.D + d];
+      ref::rope(kvec.data(), s.D, positions[b], theta);
+      const size_t base =
+          ((static_cast<size_t>(slots[b] / BT) * s.KVH + kvh) * BT + slots[b] % BT) * s.D;
+      for (int d = 0; d < s.D; ++d) {
+        is_new[base + d] = true;
+        got_kv.push_back(ref::bf16(k2[base + d]));
+        want_kv.push_back(kvec[d]);
+        got_kv.push_back(ref::bf16(v2[base + d]));
+        want_kv.push_back(row[(s.H + s.KVH + kvh) * s.D + d]);
+      }
+    }
+  }
+  EXPECT_LT(ref::rel_l2(got_kv, want_kv), 5e-3);
+  size_t changed = 0;
+  for (size_t i = 0; i < cache_n; ++i)
+    if (!is_new[i] && (k2[i] != kc[i] || v2[i] != vc[i])) ++changed;
+  EXPECT_EQ(changed, 0u) << "cache elements outside the new slots changed";
+
+  std::vector<double> got, want;
+  for (int b = 0; b < B; ++b) {
+    const float* row = qkv.data() + static_cast<size_t>(b) * ld;
+    for (int h = 0; h < s.H; ++h) {
+      const int kvh = h / G;
+      std::vector<double> qv(s.D);
+      for (int d = 0; d < s.D; ++d) qv[d] = row[h * s.D + d];
+      ref::rope(qv.data(), s.D, positions[b], theta);
+      std::vector<std::vector<double>> K(ctx[b], std::vector<double>(s.D)), V = K;
+      for (int j = 0; j < ctx[b]; ++j) {
+        const int block = tables[b * max_blocks + j / BT];
+        const size_t base = ((static_cast<size_t>(block) * s.KVH + kvh) * BT + j % BT) * s.D;
+        for (int d = 0; d < s.D; ++d) {
+          K[j][d] = ref::bf16(k2[base + d]);
+          V[j][d] = ref::bf16(v2[base + d]);
+        }
+      }
+      const auto want_h = ref::attend(qv, K, V, ctx[b]);
+      for (int d = 0; d < s.D; ++d) {
+        want.push_back(want_h[d]);
+        got.push_back(ref::bf16(o[(static_cast<size_t>(b) * s.H + h) * s.D + d]));
+      }
+    }
+  }
+  EXPECT_LT(ref::rel_l2(got, want), 1e-2);
+
+  // Again, with the new keys now in the cache: the same bits (the kernel
+  // uses the key it rotated, not what the slot held).
+  out.poison();
+  ASSERT_TRUE(kernels::attention_decode_rope(ra, nullptr));
+  EXPECT_EQ(out.download(), o);
+  EXPECT_EQ(dk.download(), k2);
+}
+
+#define REQUIRE_CLUSTERS(blocks, shape)                      \
+  if (!clusters_available(blocks, shape))                    \
+  GTEST_SKIP() << "no thread block clusters of " << (blocks) \
+               << " blocks here "                            \
+                  "(compute capability 9.0 needed)"
+
+TEST(AttentionDecodeRope, Qwen7bShapesContextsAcrossChunks) {
+  const Shape qwen{28, 4, 128};
+  REQUIRE_CLUSTERS(16, qwen);
+  // One key; fewer keys than blocks; a chunk boundary (64 keys a block at
+  // 1024, 65 at 1025); the benchmark's 512 to 768; several chunks a block
+  // (4096: 256 keys, 9000: 563), so both shared-memory buffers take turns.
+  for (int n : {1, 2, 17, 511, 512, 768, 1024, 1025, 4096, 9000}) check_decode_rope(qwen, {n}, 16);
+  check_decode_rope(qwen, {1, 700, 77, 4096, 2100}, 16);
+}
+
+TEST(AttentionDecodeRope, ClustersOfEight) {
+  const Shape qwen{28, 4, 128};
+  REQUIRE_CLUSTERS(8, qwen);
+  check_decode_rope(qwen, {1, 9, 513, 768}, 8);
+  check_decode_rope(qwen, {3000}, 8, false);  // inverse frequencies computed in the kernel
+}
+
+TEST(AttentionDecodeRope, OtherShapes) {
+  REQUIRE_CLUSTERS(16, (Shape{8, 1, 256}));
+  check_decode_rope({4, 2, 16}, {1, 2, 31, 200}, 16);
+  check_decode_rope({8, 1, 256}, {1, 40, 333, 2000}, 16);  // group 8, widest head_dim
+  check_decode_rope({5, 1, 256}, {70}, 8, false);          // group 5
+  check_decode_rope({12, 2, 64}, {129, 5}, 16);
+  check_decode_rope({6, 6, 64}, {100, 3}, 16);  // one query head per kv head
+}
+
+TEST(AttentionDecodeRope, RejectsMismatchedArguments) {
+  kernels::RopeAttentionArgs ra;
+  ra.attn.batch = 1;
+  ra.attn.num_heads = 28;
+  ra.attn.num_kv_heads = 4;
+  ra.attn.head_dim = 128;
+  ra.attn.block_tokens = 16;
+  ra.attn.max_blocks_per_seq = 1;
+  ra.rope = {};
+  ra.rope.num_heads = 28;
+  ra.rope.num_kv_heads = 4;
+  ra.rope.head_dim = 64;  // disagrees
+  ra.rope.block_tokens = 16;
+  auto st = kernels::attention_decode_rope(ra, nullptr);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().to_string().find("disagree"), std::string::npos);
+  ra.rope.head_dim = 128;
+  ra.cluster_blocks = 4;
+  EXPECT_FALSE(kernels::attention_decode_rope(ra, nullptr));
 }
 
 void check_prefill(const Shape& s, const std::vector<int>& lens) {

@@ -12,12 +12,15 @@
 
 #include "attention.h"
 #include "bench.h"
+#include "model/rope_frequencies.h"
 
 namespace ringserve::bench {
 
 class AttentionInputs {
  public:
   static constexpr int kHeads = 28, kKvHeads = 4, kHeadDim = 128, kBlockTokens = 16;
+  static constexpr int kQkvWidth = (kHeads + 2 * kKvHeads) * kHeadDim;
+  static constexpr double kRopeTheta = 1000000.0;
 
   // split < 0: the fused path with about -split splits; split > 0: fixed
   // splits of `split` keys and the combine kernel.
@@ -62,15 +65,53 @@ class AttentionInputs {
     a_.partial_o = static_cast<float*>(partial_o_);
     a_.partial_ml = static_cast<float*>(partial_ml_);
     a_.out = static_cast<__nv_bfloat16*>(out_);
+
+    // The fused RoPE + attention kernel's inputs: a qkv row per sequence,
+    // whose newest key goes at the end of the sequence's own blocks.
+    qkv_ = alloc(4 * static_cast<size_t>(batch) * kQkvWidth, 4);
+    std::vector<int32_t> pos(batch, context - 1), slot(batch);
+    for (int b = 0; b < batch; ++b) slot[b] = b * max_blocks * kBlockTokens + context - 1;
+    pos_ = upload(pos);
+    slots_ = upload(slot);
+    const auto freq = model::rope_inv_freq(kHeadDim, kRopeTheta);
+    freq_ = alloc(4 * freq.size(), 0);
+    check(cudaMemcpy(freq_, freq.data(), 4 * freq.size(), cudaMemcpyHostToDevice), "freq");
+    r_.ntok = batch;
+    r_.num_heads = kHeads;
+    r_.num_kv_heads = kKvHeads;
+    r_.head_dim = kHeadDim;
+    r_.rope_theta = static_cast<float>(kRopeTheta);
+    r_.inv_freq = static_cast<float*>(freq_);
+    r_.positions = static_cast<int32_t*>(pos_);
+    r_.slots = static_cast<int32_t*>(slots_);
+    r_.block_tokens = kBlockTokens;
+    r_.q_out = static_cast<__nv_bfloat16*>(q_);
+    r_.k_cache = static_cast<__nv_bfloat16*>(k_);
+    r_.v_cache = static_cast<__nv_bfloat16*>(v_);
   }
   ~AttentionInputs() {
-    for (void* p : {k_, v_, q_, tables_, lens_, partial_o_, partial_ml_, out_, counters_})
+    for (void* p : {k_, v_, q_, tables_, lens_, partial_o_, partial_ml_, out_, counters_, qkv_,
+                    pos_, slots_, freq_})
       cudaFree(p);
   }
   AttentionInputs(const AttentionInputs&) = delete;
   AttentionInputs& operator=(const AttentionInputs&) = delete;
 
   const kernels::DecodeAttentionArgs& args() const { return a_; }
+  // rope_kv_write's arguments over qkv(): q into q(), the new keys and
+  // values into the cache.
+  const kernels::RopeKvArgs& rope_args() const { return r_; }
+  const float* qkv() const { return static_cast<float*>(qkv_); }
+  // kernels::attention_decode_rope over the same inputs.
+  kernels::RopeAttentionArgs fused_args(int cluster_blocks) const {
+    kernels::RopeAttentionArgs ra;
+    ra.attn = a_;
+    ra.rope = r_;
+    ra.qkv = qkv();
+    ra.ld_qkv = kQkvWidth;
+    ra.cluster_blocks = cluster_blocks;
+    return ra;
+  }
   __nv_bfloat16* q() const { return static_cast<__nv_bfloat16*>(q_); }
   __nv_bfloat16* k_cache() const { return static_cast<__nv_bfloat16*>(k_); }
   __nv_bfloat16* v_cache() const { return static_cast<__nv_bfloat16*>(v_); }
@@ -90,7 +131,9 @@ class AttentionInputs {
 
   void *k_ = nullptr, *v_ = nullptr, *q_ = nullptr, *tables_ = nullptr, *lens_ = nullptr;
   void *partial_o_ = nullptr, *partial_ml_ = nullptr, *out_ = nullptr, *counters_ = nullptr;
+  void *qkv_ = nullptr, *pos_ = nullptr, *slots_ = nullptr, *freq_ = nullptr;
   kernels::DecodeAttentionArgs a_;
+  kernels::RopeKvArgs r_;
 };
 
 }  // namespace ringserve::bench

@@ -116,6 +116,9 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
   } else if (std::string(label) == "(graphs, no PDL)") {
     std::printf("RESULT decode_nopdl_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", batch, step_ms,
                 tokens / wall, 100 * gbs / c.copy_gbs);
+  } else if (std::string(label) == "(graphs, RoPE + split attention)") {
+    std::printf("RESULT decode_split_attention_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", batch,
+                step_ms, tokens / wall, 100 * gbs / c.copy_gbs);
   }
 }
 
@@ -162,14 +165,15 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, no PDL)", rng);
   }
   {
-    // The previous decode attention (fixed 16-key splits and a combine
-    // kernel; CudaTuning::attention_splits = 0), for comparison.
+    // RoPE and the split attention as two kernels (CudaTuning::
+    // attention_cluster = 0: the path GPUs without clusters take), for
+    // comparison.
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
-    t.attention_splits = 0;
+    t.attention_cluster = 0;
     auto e = make(*w, t);
-    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs, split+combine attention)", rng);
-    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, split+combine attention)", rng);
+    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs, RoPE + split attention)", rng);
+    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, RoPE + split attention)", rng);
   }
   {
     cuda::CudaTuning t;

@@ -125,39 +125,11 @@ void small_kernels_in_graph() {
   for (void* p : {x, w, y}) cudaFree(p);
 
   using A = AttentionInputs;
-  const int width = (A::kHeads + 2 * A::kKvHeads) * A::kHeadDim;
-  for (int ctx : {512, 768}) {
+  for (int ctx : {512, 768, 4096}) {
     for (int B : {1, 4}) {
-      const AttentionInputs in(B, ctx, -32);  // the engine's default split
-      void* qkv = dmalloc(4 * static_cast<size_t>(B) * width);
-      fill_random(qkv, 4 * static_cast<size_t>(B) * width, 3);
-      // Each sequence writes its newest key at the end of its own blocks.
-      const int max_blocks = in.args().max_blocks_per_seq;
-      std::vector<int32_t> pos(B, ctx - 1), slot(B);
-      for (int b = 0; b < B; ++b) slot[b] = b * max_blocks * A::kBlockTokens + ctx - 1;
-      void* dpos = dmalloc(4 * B);
-      void* dslot = dmalloc(4 * B);
-      check(cudaMemcpy(dpos, pos.data(), 4 * B, cudaMemcpyHostToDevice), "pos");
-      check(cudaMemcpy(dslot, slot.data(), 4 * B, cudaMemcpyHostToDevice), "slot");
-      const auto freq = model::rope_inv_freq(A::kHeadDim, 1000000.0);
-      void* dfreq = dmalloc(4 * freq.size());
-      check(cudaMemcpy(dfreq, freq.data(), 4 * freq.size(), cudaMemcpyHostToDevice), "freq");
-
-      kernels::RopeKvArgs r;
-      r.ntok = B;
-      r.num_heads = A::kHeads;
-      r.num_kv_heads = A::kKvHeads;
-      r.head_dim = A::kHeadDim;
-      r.rope_theta = 1000000.0f;
-      r.inv_freq = static_cast<float*>(dfreq);
-      r.positions = static_cast<int32_t*>(dpos);
-      r.slots = static_cast<int32_t*>(dslot);
-      r.block_tokens = A::kBlockTokens;
-      r.q_out = in.q();
-      r.k_cache = in.k_cache();
-      r.v_cache = in.v_cache();
+      const AttentionInputs in(B, ctx, -32);  // the split path's default
       auto rope = [&](cudaStream_t s) {
-        if (!kernels::rope_kv_write(static_cast<float*>(qkv), width, r, s)) std::exit(1);
+        if (!kernels::rope_kv_write(in.qkv(), A::kQkvWidth, in.rope_args(), s)) std::exit(1);
       };
       auto attend = [&](cudaStream_t s) {
         if (!kernels::attention_decode(in.args(), s)) std::exit(1);
@@ -174,7 +146,24 @@ void small_kernels_in_graph() {
           "  context %d, batch %d: rope_kv %.2f us, attention %.2f us, the two in sequence "
           "%.2f us (x28 = %.3f ms per step)\n",
           ctx, B, rope_ms * 1e3, attn_ms * 1e3, both_ms * 1e3, both_ms * kLayers);
-      for (void* p : {qkv, dpos, dslot, dfreq}) cudaFree(p);
+      // The engine's default on sm_90: both in one kernel on clusters.
+      int device = 0;
+      check(cudaGetDevice(&device), "device");
+      for (int blocks : {16, 8}) {
+        if (!kernels::attention_decode_rope_supported(device, blocks, A::kHeads, A::kKvHeads,
+                                                      A::kHeadDim))
+          continue;
+        const auto ra = in.fused_args(blocks);
+        const double fused_ms = graph_ms(
+            [&](cudaStream_t s) {
+              if (!kernels::attention_decode_rope(ra, s)) std::exit(1);
+            },
+            kLayers);
+        std::printf(
+            "  context %d, batch %d: RoPE + attention fused, clusters of %d: %.2f us (x28 = %.3f "
+            "ms per step)\n",
+            ctx, B, blocks, fused_ms * 1e3, fused_ms * kLayers);
+      }
     }
   }
 }

@@ -104,6 +104,30 @@ void attention_bench(const Ceilings& c) {
             "read)\n",
             label, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
       }
+    // RoPE and attention in one kernel on thread block clusters (the engine's
+    // default on sm_90); the split rows above exclude RoPE's launch.
+    int device = 0;
+    check(cudaGetDevice(&device), "device");
+    for (int blocks : {16, 8})
+      for (int B : {1, 4}) {
+        if (!kernels::attention_decode_rope_supported(device, blocks, A::kHeads, A::kKvHeads,
+                                                      A::kHeadDim))
+          continue;
+        const AttentionInputs in(B, ctx, -32);
+        const auto ra = in.fused_args(blocks);
+        const double ms = median_ms(
+            [&] {
+              if (!kernels::attention_decode_rope(ra, nullptr)) std::exit(1);
+            },
+            50);
+        const double bytes = 2.0 * B * ctx * A::kKvHeads * A::kHeadDim * 2;
+        char label[40];
+        std::snprintf(label, sizeof label, "rope+attn, cluster %d", blocks);
+        std::printf(
+            "  %-20s batch %d: %.1f us per layer (x28 = %.2f ms per step), %.0f GB/s (%.1f%% of "
+            "read)\n",
+            label, B, ms * 1e3, ms * 28, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.read_gbs);
+      }
   }
 }
 
