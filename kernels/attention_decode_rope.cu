@@ -110,13 +110,7 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
   const int skip = owns_new ? new_key : -1;
   if (nchunks > 0) stage_chunk(a, b, kvh, k0, min(k1, k0 + kChunk), skip, kbuf(0), vbuf(0));
   cp_async_commit();
-  const float pos = static_cast<float>(r.positions[b]);
-  for (int i = threadIdx.x; i < half; i += kThreads) {
-    float s, c;
-    sincosf(pos * detail::rope_inv_freq(r.inv_freq, r.rope_theta, i, D), &s, &c);
-    cos_t[i] = c;
-    sin_t[i] = s;
-  }
+  detail::rope_table(static_cast<float>(r.positions[b]), r.inv_freq, r.rope_theta, D, cos_t, sin_t);
   if (threadIdx.x < kAttentionMaxGroup) {
     m_s[threadIdx.x] = -INFINITY;
     l_s[threadIdx.x] = 0.0f;

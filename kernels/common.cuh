@@ -148,6 +148,18 @@ __device__ __forceinline__ float rope_inv_freq(const float* table, float theta, 
   return __bfloat162float(__float2bfloat16_rn(exact));
 }
 
+// cos and sin of pos * inv_freq[i] for i < head_dim / 2, spread over the
+// block's threads, into shared-memory tables (the caller synchronises).
+__device__ __forceinline__ void rope_table(float pos, const float* inv_freq, float theta,
+                                           int head_dim, float* cos_t, float* sin_t) {
+  for (int i = threadIdx.x; i < head_dim / 2; i += blockDim.x) {
+    float s, c;
+    sincosf(pos * rope_inv_freq(inv_freq, theta, i, head_dim), &s, &c);
+    cos_t[i] = c;
+    sin_t[i] = s;
+  }
+}
+
 // Rotate-half RoPE of the pair (x1, x2) = (v[i], v[i + d/2]). Unfused
 // multiplies and adds, so every kernel that rotates (rope_kv_write, the
 // fused attention) gets the same bits whatever the compiler contracts.

@@ -52,15 +52,9 @@ __global__ void __launch_bounds__(kThreads)
   // Without a precomputed table the double pow keeps the pre-rounding value
   // equal to the CPU's, so both round to the same bf16.
   __shared__ float cos_t[kMaxHalf], sin_t[kMaxHalf];
-  if (h0 < H + KVH) {
-    const float pos = static_cast<float>(a.positions[tok]);
-    for (int i = threadIdx.x; i < half; i += kThreads) {
-      float s, c;
-      sincosf(pos * detail::rope_inv_freq(a.inv_freq, a.rope_theta, i, D), &s, &c);
-      cos_t[i] = c;
-      sin_t[i] = s;
-    }
-  }
+  if (h0 < H + KVH)
+    detail::rope_table(static_cast<float>(a.positions[tok]), a.inv_freq, a.rope_theta, D, cos_t,
+                       sin_t);
   __syncthreads();
 
   const int slot = a.slots[tok];

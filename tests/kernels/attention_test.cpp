@@ -22,31 +22,55 @@ struct Shape {
   int H, KVH, D;
 };
 
+// A paged KV cache of random bf16 keys and values for ctx.size() sequences,
+// with scattered block tables: a random permutation of the pool.
+struct PagedKv {
+  static constexpr int kBlockTokens = 16;
+  int max_blocks = 0;
+  std::vector<int32_t> tables;  // [sequence][max_blocks]
+  std::vector<uint16_t> k, v;
+
+  PagedKv(const Shape& s, const std::vector<int>& ctx, std::mt19937_64& rng) {
+    const int B = static_cast<int>(ctx.size());
+    max_blocks = (*std::max_element(ctx.begin(), ctx.end()) + kBlockTokens - 1) / kBlockTokens + 1;
+    const int nblocks = B * max_blocks + 3;
+    std::vector<int32_t> perm(nblocks);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    tables.assign(perm.begin(), perm.begin() + static_cast<size_t>(B) * max_blocks);
+    const size_t n = static_cast<size_t>(nblocks) * s.KVH * kBlockTokens * s.D;
+    k = ref::random_bf16(n, rng);
+    v = ref::random_bf16(n, rng);
+  }
+  int slot(int b, int pos) const {
+    return tables[b * max_blocks + pos / kBlockTokens] * kBlockTokens + pos % kBlockTokens;
+  }
+  // Element offset of the key (or value) at `pos` of sequence b, kv head kvh.
+  size_t offset(const Shape& s, int b, int kvh, int pos) const {
+    const int sl = slot(b, pos);
+    return ((static_cast<size_t>(sl / kBlockTokens) * s.KVH + kvh) * kBlockTokens +
+            sl % kBlockTokens) *
+           s.D;
+  }
+};
+
 // target_splits > 0: the fused path (context-sized splits merged by the last
 // block, kernels::DecodeAttentionArgs::split_counters), launched twice on
 // the same counters to check that each launch leaves them at zero.
 void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens,
                   int target_splits = 0) {
   std::mt19937_64 rng(test_seed() ^ (s.D * 1000 + split_tokens));
-  const int B = static_cast<int>(ctx.size()), BT = 16;
+  const int B = static_cast<int>(ctx.size()), BT = PagedKv::kBlockTokens;
   const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
-  const int max_blocks = (max_ctx + BT - 1) / BT + 1;
-  const int nblocks = B * max_blocks + 3;
-  // Scattered block tables: a random permutation of the pool.
-  std::vector<int32_t> perm(nblocks);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<int32_t> tables(static_cast<size_t>(B) * max_blocks);
-  for (size_t i = 0; i < tables.size(); ++i) tables[i] = perm[i];
-  const size_t cache_n = static_cast<size_t>(nblocks) * s.KVH * BT * s.D;
-  auto kc = ref::random_bf16(cache_n, rng), vc = ref::random_bf16(cache_n, rng);
+  const PagedKv kv(s, ctx, rng);
+  const int max_blocks = kv.max_blocks;
   auto q = ref::random_bf16(static_cast<size_t>(B) * s.H * s.D, rng);
   const int max_splits = target_splits > 0
                              ? kernels::decode_max_splits(max_ctx, split_tokens, target_splits)
                              : (max_ctx + split_tokens - 1) / split_tokens + 1;
 
-  DeviceBuffer<uint16_t> dq(q), dk(kc), dv(vc), out(static_cast<size_t>(B) * s.H * s.D);
-  DeviceBuffer<int32_t> dt(tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end()));
+  DeviceBuffer<uint16_t> dq(q), dk(kv.k), dv(kv.v), out(static_cast<size_t>(B) * s.H * s.D);
+  DeviceBuffer<int32_t> dt(kv.tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end()));
   DeviceBuffer<float> po(static_cast<size_t>(B) * s.H * max_splits * s.D),
       pml(static_cast<size_t>(B) * s.H * max_splits * 2);
   out.poison();
@@ -96,11 +120,10 @@ void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens,
         qv[d] = ref::bf16(q[(static_cast<size_t>(b) * s.H + h) * s.D + d]);
       std::vector<std::vector<double>> K(ctx[b], std::vector<double>(s.D)), V = K;
       for (int j = 0; j < ctx[b]; ++j) {
-        const int block = tables[b * max_blocks + j / BT];
-        const size_t base = ((static_cast<size_t>(block) * s.KVH + kvh) * BT + j % BT) * s.D;
+        const size_t base = kv.offset(s, b, kvh, j);
         for (int d = 0; d < s.D; ++d) {
-          K[j][d] = ref::bf16(kc[base + d]);
-          V[j][d] = ref::bf16(vc[base + d]);
+          K[j][d] = ref::bf16(kv.k[base + d]);
+          V[j][d] = ref::bf16(kv.v[base + d]);
         }
       }
       auto r = ref::attend(qv, K, V, ctx[b]);
@@ -186,30 +209,24 @@ bool clusters_available(int cluster_blocks, const Shape& s) {
 void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_blocks,
                        bool freq_table = true) {
   std::mt19937_64 rng(test_seed() ^ (s.D * 7919 + ctx.back()));
-  const int B = static_cast<int>(ctx.size()), BT = 16;
+  const int B = static_cast<int>(ctx.size()), BT = PagedKv::kBlockTokens;
   const double theta = 10000.0;
-  const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
-  const int max_blocks = (max_ctx + BT - 1) / BT + 1;
-  const int nblocks = B * max_blocks + 3;
-  std::vector<int32_t> perm(nblocks);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<int32_t> tables(static_cast<size_t>(B) * max_blocks);
-  for (size_t i = 0; i < tables.size(); ++i) tables[i] = perm[i];
-  const size_t cache_n = static_cast<size_t>(nblocks) * s.KVH * BT * s.D;
-  const auto kc = ref::random_bf16(cache_n, rng), vc = ref::random_bf16(cache_n, rng);
+  const PagedKv kv(s, ctx, rng);
+  const auto& kc = kv.k;
+  const auto& vc = kv.v;
+  const size_t cache_n = kc.size();
   const int width = (s.H + 2 * s.KVH) * s.D, ld = width + 8;
   const auto qkv = ref::random_f32(static_cast<size_t>(B) * ld, rng, -2.0f, 2.0f);
   std::vector<int32_t> positions(B), slots(B);
   for (int b = 0; b < B; ++b) {
     const int pos = ctx[b] - 1;
     positions[b] = pos;
-    slots[b] = tables[b * max_blocks + pos / BT] * BT + pos % BT;
+    slots[b] = kv.slot(b, pos);
   }
 
   DeviceBuffer<uint16_t> dk(kc), dv(vc), out(static_cast<size_t>(B) * s.H * s.D);
   DeviceBuffer<float> dqkv(qkv), dfreq(model::rope_inv_freq(s.D, theta));
-  DeviceBuffer<int32_t> dt(tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end())),
+  DeviceBuffer<int32_t> dt(kv.tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end())),
       dpos(positions), dslots(slots);
   out.poison();
   kernels::RopeAttentionArgs ra;
@@ -217,7 +234,7 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
   a.k_cache = bf(dk);
   a.v_cache = bf(dv);
   a.block_tables = dt.get();
-  a.max_blocks_per_seq = max_blocks;
+  a.max_blocks_per_seq = kv.max_blocks;
   a.context_lens = dctx.get();
   a.batch = B;
   a.num_heads = s.H;
@@ -255,8 +272,7 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
       std::vector<double> kvec(s.D);
       for (int d = 0; d < s.D; ++d) kvec[d] = row[(s.H + kvh) * s.D + d];
       ref::rope(kvec.data(), s.D, positions[b], theta);
-      const size_t base =
-          ((static_cast<size_t>(slots[b] / BT) * s.KVH + kvh) * BT + slots[b] % BT) * s.D;
+      const size_t base = kv.offset(s, b, kvh, positions[b]);
       for (int d = 0; d < s.D; ++d) {
         is_new[base + d] = true;
         got_kv.push_back(ref::bf16(k2[base + d]));
@@ -282,8 +298,7 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
       ref::rope(qv.data(), s.D, positions[b], theta);
       std::vector<std::vector<double>> K(ctx[b], std::vector<double>(s.D)), V = K;
       for (int j = 0; j < ctx[b]; ++j) {
-        const int block = tables[b * max_blocks + j / BT];
-        const size_t base = ((static_cast<size_t>(block) * s.KVH + kvh) * BT + j % BT) * s.D;
+        const size_t base = kv.offset(s, b, kvh, j);
         for (int d = 0; d < s.D; ++d) {
           K[j][d] = ref::bf16(k2[base + d]);
           V[j][d] = ref::bf16(v2[base + d]);
