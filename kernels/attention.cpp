@@ -21,19 +21,27 @@ Status check_prefill(const PrefillAttentionArgs& a) {
   return ok();
 }
 
+// What both decode kernels need of the shape and the paged cache.
+bool decode_shape_ok(const DecodeAttentionArgs& a) {
+  return a.batch > 0 && a.num_heads > 0 && a.num_kv_heads > 0 &&
+         a.num_heads % a.num_kv_heads == 0 && a.num_heads / a.num_kv_heads <= kAttentionMaxGroup &&
+         a.head_dim > 0 && a.head_dim % 8 == 0 && a.head_dim <= kAttentionMaxHeadDim &&
+         a.block_tokens > 0 && a.max_blocks_per_seq > 0;
+}
+
+bool decode_pointers_ok(const DecodeAttentionArgs& a) {
+  return a.k_cache && a.v_cache && a.block_tables && a.context_lens && a.out;
+}
+
 }  // namespace
 
 Status attention_decode(const DecodeAttentionArgs& a, cudaStream_t stream) {
-  if (a.batch <= 0 || a.num_heads <= 0 || a.num_kv_heads <= 0 ||
-      a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > kAttentionMaxGroup ||
-      a.head_dim % 8 != 0 || a.head_dim <= 0 || a.head_dim > kAttentionMaxHeadDim ||
-      a.split_tokens <= 0 || a.split_tokens > kAttentionMaxSplitTokens || a.max_splits <= 0 ||
-      a.block_tokens <= 0 || a.max_blocks_per_seq <= 0)
+  if (!decode_shape_ok(a) || a.split_tokens <= 0 || a.split_tokens > kAttentionMaxSplitTokens ||
+      a.max_splits <= 0)
     return make_error(Errc::kInvalidArgument,
                       "attention_decode: unsupported shape (H={} KVH={} D={} split={})",
                       a.num_heads, a.num_kv_heads, a.head_dim, a.split_tokens);
-  if (!a.q || !a.k_cache || !a.v_cache || !a.block_tables || !a.context_lens || !a.partial_o ||
-      !a.partial_ml || !a.out)
+  if (!decode_pointers_ok(a) || !a.q || !a.partial_o || !a.partial_ml)
     return make_error(Errc::kInvalidArgument, "attention_decode: null pointer");
   if (a.split_counters && a.target_splits <= 0)
     return make_error(Errc::kInvalidArgument, "attention_decode: target_splits {} <= 0",
@@ -60,11 +68,7 @@ bool attention_decode_rope_supported(int device, int cluster_blocks, int num_hea
 Status attention_decode_rope(const RopeAttentionArgs& ra, cudaStream_t stream) {
   const DecodeAttentionArgs& a = ra.attn;
   const RopeKvArgs& r = ra.rope;
-  if (a.batch <= 0 || a.num_heads <= 0 || a.num_kv_heads <= 0 ||
-      a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > kAttentionMaxGroup ||
-      a.head_dim % 8 != 0 || a.head_dim <= 0 || a.head_dim > kAttentionMaxHeadDim ||
-      a.block_tokens <= 0 || a.max_blocks_per_seq <= 0 ||
-      (ra.cluster_blocks != 8 && ra.cluster_blocks != 16))
+  if (!decode_shape_ok(a) || (ra.cluster_blocks != 8 && ra.cluster_blocks != 16))
     return make_error(Errc::kInvalidArgument,
                       "attention_decode_rope: unsupported shape (H={} KVH={} D={} cluster={})",
                       a.num_heads, a.num_kv_heads, a.head_dim, ra.cluster_blocks);
@@ -72,8 +76,7 @@ Status attention_decode_rope(const RopeAttentionArgs& ra, cudaStream_t stream) {
       r.block_tokens != a.block_tokens || r.k_cache != a.k_cache || r.v_cache != a.v_cache)
     return make_error(Errc::kInvalidArgument,
                       "attention_decode_rope: the RoPE and attention arguments disagree");
-  if (!ra.qkv || !a.k_cache || !a.v_cache || !a.block_tables || !a.context_lens || !a.out ||
-      !r.positions || !r.slots)
+  if (!decode_pointers_ok(a) || !ra.qkv || !r.positions || !r.slots)
     return make_error(Errc::kInvalidArgument, "attention_decode_rope: null pointer");
   if (ra.ld_qkv < (a.num_heads + 2 * a.num_kv_heads) * a.head_dim)
     return make_error(Errc::kInvalidArgument, "attention_decode_rope: ld_qkv {} too small",

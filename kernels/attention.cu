@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Decode
   for (int i = threadIdx.x; i < len; i += kDecodeThreads) {
     const int pos = s0 + i;
     const int block = table[pos / BT];
-    base_of[i] = ((static_cast<size_t>(block) * KVH + kvh) * BT + pos % BT) * D;
+    base_of[i] = kv_cache_offset(block, kvh, pos % BT, KVH, BT, D);
     if (kFused) {
       // The values are read only after the scores and the softmax, and keys
       // past the first round of the score loop one round after another: have

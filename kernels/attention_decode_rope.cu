@@ -2,6 +2,9 @@
 // clusters (sm_90). See RopeAttentionArgs in attention.h.
 #include <cooperative_groups.h>
 
+#include <map>
+#include <mutex>
+
 #include "attention.h"
 #include "common.cuh"
 
@@ -64,8 +67,7 @@ __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0
     const int j = idx / pieces, part = idx % pieces, pos = c0 + j;
     if (pos == skip) continue;
     const size_t src =
-        ((static_cast<size_t>(table[pos / BT]) * a.num_kv_heads + kvh) * BT + pos % BT) * D +
-        part * 8;
+        kv_cache_offset(table[pos / BT], kvh, pos % BT, a.num_kv_heads, BT, D) + part * 8;
     cp_async16(kbuf + j * D + part * 8, a.k_cache + src);
     cp_async16(vbuf + j * D + part * 8, a.v_cache + src);
   }
@@ -128,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
   }
   if (owns_new) {
     const int slot = r.slots[b];
-    const size_t dst = ((static_cast<size_t>(slot / BT) * KVH + kvh) * BT + slot % BT) * D;
+    const size_t dst = kv_cache_offset(slot / BT, kvh, slot % BT, KVH, BT, D);
     const float* kx = row + (H + kvh) * D;
     const float* vx = row + (H + KVH + kvh) * D;
     for (int i = threadIdx.x; i < half; i += kThreads) {
@@ -327,14 +329,24 @@ cudaLaunchConfig_t launch_config(const RopeAttentionArgs& ra, cudaStream_t strea
 }
 
 // Shared memory beyond 48 KB and clusters beyond 8 blocks must be asked for
-// per kernel.
+// per kernel and device. Asked once per device and size, not at every launch:
+// without graphs this runs 28 times a decode step.
 template <int C>
 cudaError_t configure(size_t smem) {
+  static std::mutex mu;
+  static std::map<int, size_t> granted;  // device -> the largest size asked for
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  std::lock_guard lock(mu);
+  auto it = granted.find(device);
+  if (it != granted.end() && it->second >= smem) return cudaSuccess;
   auto kernel = attention_decode_rope_kernel<C>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem));
   if (err == cudaSuccess && C > 8)
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (err == cudaSuccess) granted[device] = smem;
   return err;
 }
 

@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
   const int slot = a.slots[tok];
   const int block = slot / a.block_tokens, off = slot % a.block_tokens;
   auto cache_index = [&](int kvh, int d) {
-    return ((static_cast<size_t>(block) * KVH + kvh) * a.block_tokens + off) * D + d;
+    return kv_cache_offset(block, kvh, off, KVH, a.block_tokens, D) + d;
   };
 #pragma unroll
   for (int k = 0; k < kPairsPerThread; ++k) {

@@ -10,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,14 @@
 #endif
 
 namespace ringserve::kernels {
+
+// Element offset of token `offset` of cache block `block`, kv head
+// `kv_head`, in one layer's K (or V) pool.
+__host__ __device__ inline size_t kv_cache_offset(int block, int kv_head, int offset,
+                                                  int num_kv_heads, int block_tokens,
+                                                  int head_dim) {
+  return ((static_cast<size_t>(block) * num_kv_heads + kv_head) * block_tokens + offset) * head_dim;
+}
 
 struct RopeKvArgs {
   int ntok = 0;

@@ -135,8 +135,9 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
   SampledToken collect(Sequence& s, int row, bool from_prefill);
   Status run_prefill(std::vector<Sequence*>& group, StepResult& result);
   Status run_decode(std::vector<Sequence*>& batch, StepResult& result);
-  // attention: which decode attention the graph runs (Forward::decode).
-  Status decode_graph(int batch, DecodeAttention attention);
+  // The decode graph of this batch size and attention, captured on first
+  // use.
+  Expected<cudaGraphExec_t> decode_graph(int batch, DecodeAttention attention);
   // Uploads the step's metadata: one async copy (a graph node under
   // graphs), or copy-then-sync for the naive and pinned pipelines.
   Status upload_meta();
@@ -375,6 +376,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
       kernels::attention_decode_rope_supported(options.device, e->tuning_.attention_cluster,
                                                c.num_heads, c.num_kv_heads, c.head_dim))
     decode_kernels.attention_cluster = e->tuning_.attention_cluster;
+  decode_kernels.cluster_max_context = e->tuning_.cluster_attention_max_context;
   log->info(
       "cuda: decode attention {}",
       decode_kernels.attention_cluster > 0
@@ -517,9 +519,9 @@ Status CudaEngine::fetch_results() {
   return ok();
 }
 
-Status CudaEngine::decode_graph(int batch, DecodeAttention attention) {
+Expected<cudaGraphExec_t> CudaEngine::decode_graph(int batch, DecodeAttention attention) {
   cudaGraphExec_t& exec = graphs_[2 * batch + static_cast<int>(attention)];
-  if (exec) return ok();
+  if (exec) return exec;
   cudaGraph_t graph = nullptr;
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
@@ -528,7 +530,7 @@ Status CudaEngine::decode_graph(int batch, DecodeAttention attention) {
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!st) {
     if (graph) cudaGraphDestroy(graph);
-    return st;
+    return std::move(st).error();
   }
   CUDA_CHECK(end);
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
@@ -536,7 +538,7 @@ Status CudaEngine::decode_graph(int batch, DecodeAttention attention) {
   CUDA_CHECK(inst);
   log::get("engine")->debug("cuda: captured the decode graph for batch {} ({} attention)", batch,
                             attention == DecodeAttention::kCluster ? "cluster" : "split");
-  return ok();
+  return exec;
 }
 
 Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result) {
@@ -565,17 +567,13 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
     std::copy(s.blocks.begin(), s.blocks.end(), m.block_tables + static_cast<size_t>(i) * MB);
     fill_sampling(m.sampling[i], s);
   }
-  // The cluster attention is faster up to a context of about 1.5-1.8K
-  // tokens, the split attention beyond (CudaTuning::cluster_attention_max_context).
   int longest = 0;
   for (int i = 0; i < n; ++i) longest = std::max(longest, m.context_lens[i]);
-  const DecodeAttention attention = longest > tuning_.cluster_attention_max_context
-                                        ? DecodeAttention::kSplit
-                                        : DecodeAttention::kCluster;
+  const DecodeAttention attention = forward_->attention_for(longest);
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
   if (options_.pipeline == engine::Pipeline::kGraphs) {
-    RS_TRY_STATUS(decode_graph(n, attention));
-    CUDA_CHECK(cudaGraphLaunch(graphs_[2 * n + static_cast<int>(attention)], stream_));
+    const cudaGraphExec_t graph = RS_TRY(decode_graph(n, attention));
+    CUDA_CHECK(cudaGraphLaunch(graph, stream_));
   } else {
     RS_TRY_STATUS(upload_meta());
     RS_TRY_STATUS(forward_->decode(n, stream_, attention));

@@ -107,7 +107,7 @@ Status Forward::decode_attention(int layer, int batch, bool cluster, cudaStream_
 
 Status Forward::decode(int batch, cudaStream_t stream, DecodeAttention attention) {
   const auto& c = m_.config();
-  const bool cluster = kernels_.attention_cluster > 0 && attention == DecodeAttention::kCluster;
+  const bool cluster = attention == DecodeAttention::kCluster;
   const int H = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   const auto& meta = ws_.dev_meta;

@@ -26,9 +26,7 @@ struct KvPool {
   __nv_bfloat16* v(int layer) const { return k(layer) + kv_stride; }
 };
 
-// Decode attention of one step: the cluster kernel where DecodeKernels
-// enables it (kSplit then picks the split kernels for that step, e.g. for
-// long contexts), else always the split kernels.
+// The decode attention of one step (Forward::attention_for).
 enum class DecodeAttention { kCluster = 0, kSplit = 1 };
 
 // Which decode kernels Forward launches.
@@ -40,6 +38,9 @@ struct DecodeKernels {
   // (kernels::attention_decode_rope; sm_90 only); 0: rope_kv_write, then
   // attention_decode.
   int attention_cluster = 0;
+  // Steps with a longer context than this take the split kernels even so
+  // (CudaTuning::cluster_attention_max_context).
+  int cluster_max_context = 0;
 };
 
 class Forward {
@@ -50,9 +51,18 @@ class Forward {
           DecodeKernels kernels = {}, LayerStreamer* streamer = nullptr)
       : m_(model), ws_(ws), kv_(kv), cublas_(cublas), kernels_(kernels), streamer_(streamer) {}
 
+  // The attention a decode step whose longest context is `longest` runs:
+  // kCluster only where the cluster kernel is on and the context short
+  // enough, so a step never has two names for the same kernels.
+  DecodeAttention attention_for(int longest) const {
+    return kernels_.attention_cluster > 0 && longest <= kernels_.cluster_max_context
+               ? DecodeAttention::kCluster
+               : DecodeAttention::kSplit;
+  }
+
   // Decode `batch` sequences: inputs in dev_meta rows [0, batch).
-  Status decode(int batch, cudaStream_t stream,
-                DecodeAttention attention = DecodeAttention::kCluster);
+  // `attention` comes from attention_for.
+  Status decode(int batch, cudaStream_t stream, DecodeAttention attention);
 
   // Prefill `nseq` prompts packed into ntok rows of dev_meta; seq_start and
   // seq_len are host arrays. Samples each sequence's first token.

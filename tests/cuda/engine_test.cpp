@@ -258,11 +258,12 @@ TEST_P(CudaGolden, FusedAndSplitCombineAttentionAgree) {
 // RoPE and attention in one kernel on thread block clusters (the default
 // on sm_90) against the two-kernel split path, over contexts that grow
 // across the graph replays: the same greedy tokens, and logits equal up to
-// the attention's summation order. Both rotate with the same arithmetic,
-// so q and the new keys are the same bits; the attention outputs are
-// rounded to bf16, where a different summation order flips the last bit of
-// a few elements: on tiny-qwen2 that moves the logits by up to 1.4e-3
-// (measured on the H200), deterministically.
+// the attention's summation order. Both rotate with the same arithmetic.
+// On tiny-qwen2 the logits differ by up to 1.4e-3 (measured on the H200,
+// the same value run after run, and the same before and after the two
+// kernels were given that common rotation). The cause was not traced; the
+// likeliest is the attention output's rounding to bf16, where a different
+// summation order flips the last bit of a few elements.
 TEST_P(CudaGolden, ClusterAndSplitAttentionAgree) {
   const auto cases = load_golden(GetParam());
   const auto config = load_fixture(GetParam()).config;
