@@ -54,6 +54,7 @@ bool attention_decode_rope_supported(int device, int cluster_blocks, int num_hea
                                      int num_kv_heads, int head_dim) {
   int major = 0, current = 0, clusters = 0;
   if (cluster_blocks != 8 && cluster_blocks != 16) return false;
+  if (head_dim % kRopeAttentionHeadDimMultiple != 0) return false;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       major < 9)
     return false;
@@ -68,7 +69,8 @@ bool attention_decode_rope_supported(int device, int cluster_blocks, int num_hea
 Status attention_decode_rope(const RopeAttentionArgs& ra, cudaStream_t stream) {
   const DecodeAttentionArgs& a = ra.attn;
   const RopeKvArgs& r = ra.rope;
-  if (!decode_shape_ok(a) || (ra.cluster_blocks != 8 && ra.cluster_blocks != 16))
+  if (!decode_shape_ok(a) || a.head_dim % kRopeAttentionHeadDimMultiple != 0 ||
+      (ra.cluster_blocks != 8 && ra.cluster_blocks != 16))
     return make_error(Errc::kInvalidArgument,
                       "attention_decode_rope: unsupported shape (H={} KVH={} D={} cluster={})",
                       a.num_heads, a.num_kv_heads, a.head_dim, ra.cluster_blocks);

@@ -13,26 +13,44 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 // Keys staged in shared memory at a time: a block with more keys than this
 // (contexts beyond cluster_blocks * kChunk) walks them in chunks with an
 // online softmax.
 constexpr int kChunk = 64;
+// The query heads of one kv head are the N = 8 side of the score mma; a
+// group of fewer heads is padded with zero queries.
+constexpr int kHeads = 8;
+static_assert(kAttentionMaxGroup <= kHeads);
 
-// Dynamic shared memory: keys and values of two chunks (bf16), the rotated
-// queries, the chunk's probabilities, and the block's unnormalised output
-// (read by the other blocks of the cluster when merging).
-size_t smem_bytes(int head_dim, int heads) {
-  return sizeof(__nv_bfloat16) * 4 * kChunk * head_dim +
-         sizeof(float) * (2 * heads * head_dim + heads * kChunk);
+// Shared-memory layout, in bytes from the start. Keys are staged with rows
+// of D + 8 elements: the mma fragment loads of 8 rows then fall in 32
+// distinct banks instead of 8 rows on the same 4. After the last chunk the
+// key and value buffers hold the value groups' partial sums (`red`).
+struct Layout {
+  int kstride;  // elements per staged key row
+  size_t k, v, q, p, acc, total;
+};
+
+__host__ __device__ inline Layout layout(int D, int G) {
+  Layout l{};
+  l.kstride = D + 8;
+  l.k = 0;
+  l.v = l.k + sizeof(__nv_bfloat16) * 2 * kChunk * l.kstride;
+  const size_t kv_end = l.v + sizeof(__nv_bfloat16) * 2 * kChunk * D;
+  // red: [value groups][kHeads][D] floats, value groups = kThreads / (D / 2)
+  const size_t red = sizeof(float) * (2 * kThreads / D) * kHeads * D;
+  l.q = kv_end > red ? kv_end : red;
+  l.p = l.q + sizeof(__nv_bfloat16) * kHeads * l.kstride;  // [kHeads][kstride] bf16
+  l.acc = l.p + sizeof(float) * kChunk * kHeads;           // [kChunk][kHeads] f32
+  l.total = l.acc + sizeof(float) * G * D;                 // [G][D] f32
+  return l;
 }
 
 // The device code exists for sm_90 and newer only (clusters); older targets
 // get an empty kernel, which the host never launches there.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 constexpr int kMaxHalf = kAttentionMaxHeadDim / 2;
-constexpr int kDimsPerThread = kAttentionMaxHeadDim / kThreads;
-constexpr int kSlices = 8;  // lanes sharing one key's dot products
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -51,16 +69,16 @@ __device__ __forceinline__ void cp_async_wait_all_but_one() {
   asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
-__device__ __forceinline__ float round_bf16(float x) {
-  return __bfloat162float(__float2bfloat16(x));
+__device__ __forceinline__ uint32_t lds32(const __nv_bfloat16* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
 }
 
 // Starts copying keys [c0, c1) of (sequence b, kv head kvh) from the paged
-// cache into rows 0.. of kbuf and vbuf, 16 bytes per copy. The row of key
-// `skip` (the new token, whose cache slot is written by this kernel) is left
-// out.
+// cache into rows 0.. of kbuf (rows of kstride) and vbuf (rows of D), 16
+// bytes per copy. The row of key `skip` (the new token, whose cache slot is
+// written by this kernel) is left out.
 __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0, int c1, int skip,
-                            __nv_bfloat16* kbuf, __nv_bfloat16* vbuf) {
+                            int kstride, __nv_bfloat16* kbuf, __nv_bfloat16* vbuf) {
   const int D = a.head_dim, pieces = D / 8, BT = a.block_tokens;
   const int32_t* table = a.block_tables + static_cast<size_t>(b) * a.max_blocks_per_seq;
   for (int idx = threadIdx.x; idx < (c1 - c0) * pieces; idx += kThreads) {
@@ -68,7 +86,7 @@ __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0
     if (pos == skip) continue;
     const size_t src =
         kv_cache_offset(table[pos / BT], kvh, pos % BT, a.num_kv_heads, BT, D) + part * 8;
-    cp_async16(kbuf + j * D + part * 8, a.k_cache + src);
+    cp_async16(kbuf + j * kstride + part * 8, a.k_cache + src);
     cp_async16(vbuf + j * D + part * 8, a.v_cache + src);
   }
 }
@@ -77,8 +95,17 @@ __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0
 
 // grid (C, kv heads, batch), clusters of C blocks along x: block `rank` of
 // the cluster of (b, kvh) attends keys [rank * per, (rank + 1) * per).
+//
+// Per chunk: the scores of all heads of the group come from tensor-core
+// mmas (keys as M, head dimensions as K, the heads as N = 8), exact bf16
+// products summed in fp32 as the scalar kernels do, only in another order;
+// the values are summed on the CUDA cores, each thread holding two head
+// dimensions of every head for one of 2 * kThreads / D groups of keys, so a
+// key costs one 4-byte value load and two 16-byte probability loads for 16
+// FMAs. (The first version gave each thread one dimension and loaded every
+// probability separately; it was bound by shared-memory issue.)
 template <int C>
-__global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAttentionArgs ra) {
+__global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(RopeAttentionArgs ra) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const DecodeAttentionArgs& a = ra.attn;
   const RopeKvArgs& r = ra.rope;
@@ -89,16 +116,19 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
   const int BT = a.block_tokens;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  // Two chunks of keys and values, [kChunk][D] each: the next chunk streams
-  // in while this one is used.
-  auto* kv0 = reinterpret_cast<__nv_bfloat16*>(smem_raw);
-  float* q = reinterpret_cast<float*>(kv0 + 4 * kChunk * D);  // [G][D]
-  float* p = q + G * D;                                       // [G][kChunk]
-  float* acc_out = p + G * kChunk;                            // [G][D]
-  auto kbuf = [&](int c) { return kv0 + (c & 1) * 2 * kChunk * D; };
-  auto vbuf = [&](int c) { return kbuf(c) + kChunk * D; };
+  const Layout L = layout(D, G);
+  const int ks = L.kstride;
+  // Two chunks of keys and values: the next chunk streams in while this
+  // one is used.
+  auto* kbase = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.k);
+  auto* vbase = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.v);
+  auto* q = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.q);   // [kHeads][ks]
+  float* p = reinterpret_cast<float*>(smem_raw + L.p);          // [kChunk][kHeads]
+  float* acc_out = reinterpret_cast<float*>(smem_raw + L.acc);  // [G][D]
+  auto kbuf = [&](int c) { return kbase + (c & 1) * kChunk * ks; };
+  auto vbuf = [&](int c) { return vbase + (c & 1) * kChunk * D; };
   __shared__ float cos_t[kMaxHalf], sin_t[kMaxHalf];
-  __shared__ float m_s[kAttentionMaxGroup], l_s[kAttentionMaxGroup], corr_s[kAttentionMaxGroup];
+  __shared__ float m_s[kHeads], l_s[kHeads], corr_s[kHeads];
   __shared__ __align__(16) __nv_bfloat16 new_k[kAttentionMaxHeadDim], new_v[kAttentionMaxHeadDim];
 
   // The first chunk is on its way, and the rotation table built, before
@@ -110,23 +140,29 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
   const int new_key = n - 1;  // the token this step adds: its K and V are in qkv
   const bool owns_new = new_key >= k0 && new_key < k1;
   const int skip = owns_new ? new_key : -1;
-  if (nchunks > 0) stage_chunk(a, b, kvh, k0, min(k1, k0 + kChunk), skip, kbuf(0), vbuf(0));
+  if (nchunks > 0) stage_chunk(a, b, kvh, k0, min(k1, k0 + kChunk), skip, ks, kbuf(0), vbuf(0));
   cp_async_commit();
   detail::rope_table(static_cast<float>(r.positions[b]), r.inv_freq, r.rope_theta, D, cos_t, sin_t);
-  if (threadIdx.x < kAttentionMaxGroup) {
+  if (threadIdx.x < kHeads) {
     m_s[threadIdx.x] = -INFINITY;
     l_s[threadIdx.x] = 0.0f;
   }
   __syncthreads();
 
-  // Queries rotated and rounded to bf16, as rope_kv_write stores them.
+  // Queries rotated and rounded to bf16, as rope_kv_write stores them; the
+  // padding heads are zero.
   const float* row = ra.qkv + static_cast<size_t>(b) * ra.ld_qkv;
-  for (int idx = threadIdx.x; idx < G * half; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < kHeads * half; idx += kThreads) {
     const int g = idx / half, i = idx % half;
-    const float* x = row + (kvh * G + g) * D;
-    const float2 rot = detail::rope_rotate(x[i], x[i + half], cos_t[i], sin_t[i]);
-    q[g * D + i] = round_bf16(rot.x);
-    q[g * D + i + half] = round_bf16(rot.y);
+    __nv_bfloat16 lo = __float2bfloat16(0.0f), hi = lo;
+    if (g < G) {
+      const float* x = row + (kvh * G + g) * D;
+      const float2 rot = detail::rope_rotate(x[i], x[i + half], cos_t[i], sin_t[i]);
+      lo = __float2bfloat16(rot.x);
+      hi = __float2bfloat16(rot.y);
+    }
+    q[g * ks + i] = lo;
+    q[g * ks + i + half] = hi;
   }
   if (owns_new) {
     const int slot = r.slots[b];
@@ -151,18 +187,20 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
 
   const float softmax_scale = rsqrtf(static_cast<float>(D));
   const int warp = threadIdx.x / detail::kWarp, lane = threadIdx.x % detail::kWarp;
-  const int slice = threadIdx.x % kSlices, dps = D / kSlices;  // dims per slice
-  float acc[kDimsPerThread][kAttentionMaxGroup];
+  const int fg = lane >> 2, ft = lane & 3;  // mma fragment row and column group
+  // Values: this thread's pair of dimensions and its group of keys.
+  const int pairs = half, groups = kThreads / pairs;
+  const int dp = threadIdx.x % pairs, kg = threadIdx.x / pairs;
+  float acc[2][kHeads];
 #pragma unroll
-  for (int j = 0; j < kDimsPerThread; ++j)
-#pragma unroll
-    for (int g = 0; g < kAttentionMaxGroup; ++g) acc[j][g] = 0.0f;
+  for (int g = 0; g < kHeads; ++g) acc[0][g] = acc[1][g] = 0.0f;
 
   for (int c = 0; c < nchunks; ++c) {
     const int c0 = k0 + c * kChunk, len = min(kChunk, k1 - c0);
     if (c + 1 < nchunks) {
       // Its buffer was last read in chunk c - 1, which ended in a barrier.
-      stage_chunk(a, b, kvh, c0 + kChunk, min(k1, c0 + 2 * kChunk), skip, kbuf(c + 1), vbuf(c + 1));
+      stage_chunk(a, b, kvh, c0 + kChunk, min(k1, c0 + 2 * kChunk), skip, ks, kbuf(c + 1),
+                  vbuf(c + 1));
       cp_async_commit();
       cp_async_wait_all_but_one();
     } else {
@@ -173,72 +211,43 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
     __nv_bfloat16* vb = vbuf(c);
     if (owns_new && new_key < c0 + len) {
       for (int d = threadIdx.x; d < D; d += kThreads) {
-        kb[(new_key - c0) * D + d] = new_k[d];
+        kb[(new_key - c0) * ks + d] = new_k[d];
         vb[(new_key - c0) * D + d] = new_v[d];
       }
       __syncthreads();
     }
 
-    // Scores: kSlices lanes per key, each over D / kSlices dimensions.
-    for (int i0 = 0; i0 < len; i0 += kThreads / kSlices) {
-      const int i = i0 + threadIdx.x / kSlices;
-      float s[kAttentionMaxGroup];
-#pragma unroll
-      for (int g = 0; g < kAttentionMaxGroup; ++g) s[g] = 0.0f;
-      if (i < len) {
-        const __nv_bfloat16* kr = kb + i * D + slice * dps;
-        const float* qs = q + slice * dps;
-        if (dps % 8 == 0) {
-          for (int d = 0; d < dps; d += 8) {
-            const uint4 kv = *reinterpret_cast<const uint4*>(kr + d);
-            const uint32_t w[4] = {kv.x, kv.y, kv.z, kv.w};
-            float kf[8];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              kf[2 * e] = detail::bf16_lo(w[e]);
-              kf[2 * e + 1] = detail::bf16_hi(w[e]);
-            }
-#pragma unroll
-            for (int g = 0; g < kAttentionMaxGroup; ++g)
-              if (g < G) {
-                const float4 qa = *reinterpret_cast<const float4*>(qs + g * D + d);
-                const float4 qb = *reinterpret_cast<const float4*>(qs + g * D + d + 4);
-                s[g] += qa.x * kf[0] + qa.y * kf[1] + qa.z * kf[2] + qa.w * kf[3] + qb.x * kf[4] +
-                        qb.y * kf[5] + qb.z * kf[6] + qb.w * kf[7];
-              }
-          }
-        } else {
-          for (int d = 0; d < dps; ++d) {
-            const float kf = __bfloat162float(kr[d]);
-#pragma unroll
-            for (int g = 0; g < kAttentionMaxGroup; ++g)
-              if (g < G) s[g] += qs[g * D + d] * kf;
-          }
-        }
-      }
-#pragma unroll
-      for (int g = 0; g < kAttentionMaxGroup; ++g)
-#pragma unroll
-        for (int o = 1; o < kSlices; o <<= 1) s[g] += __shfl_xor_sync(0xffffffffu, s[g], o);
-      if (i < len && slice == 0) {
-#pragma unroll
-        for (int g = 0; g < kAttentionMaxGroup; ++g)
-          if (g < G) p[g * kChunk + i] = s[g] * softmax_scale;
-      }
+    // Scores: warp w takes keys [16 w, 16 w + 16). Rows past len hold stale
+    // data; a row of A only reaches the same row of the result, which is
+    // dropped.
+    for (int i0 = warp * 16; i0 < len; i0 += kThreads / detail::kWarp * 16) {
+      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const __nv_bfloat16* ka = kb + (i0 + fg) * ks + 2 * ft;
+      const __nv_bfloat16* qb = q + fg * ks + 2 * ft;
+      for (int k = 0; k < D; k += 16)
+        detail::mma_bf16_16816(s, lds32(ka + k), lds32(ka + 8 * ks + k), lds32(ka + k + 8),
+                               lds32(ka + 8 * ks + k + 8), lds32(qb + k), lds32(qb + k + 8));
+      // s[0..1]: key i0 + fg, heads 2 ft and 2 ft + 1; s[2..3]: key i0 + fg + 8.
+      const int ia = i0 + fg, ib = ia + 8;
+      if (ia < len)
+        *reinterpret_cast<float2*>(p + ia * kHeads + 2 * ft) =
+            make_float2(s[0] * softmax_scale, s[1] * softmax_scale);
+      if (ib < len)
+        *reinterpret_cast<float2*>(p + ib * kHeads + 2 * ft) =
+            make_float2(s[2] * softmax_scale, s[3] * softmax_scale);
     }
     __syncthreads();
 
     // Online softmax, one warp per head: rescale what earlier chunks summed.
     for (int g = warp; g < G; g += kThreads / detail::kWarp) {
-      float* pg = p + g * kChunk;
       float mx = -INFINITY;
-      for (int i = lane; i < len; i += detail::kWarp) mx = fmaxf(mx, pg[i]);
+      for (int i = lane; i < len; i += detail::kWarp) mx = fmaxf(mx, p[i * kHeads + g]);
       mx = detail::warp_max(mx);
       const float m_old = m_s[g], m_new = fmaxf(m_old, mx);
       float sum = 0.0f;
       for (int i = lane; i < len; i += detail::kWarp) {
-        const float e = expf(pg[i] - m_new);
-        pg[i] = e;
+        const float e = expf(p[i * kHeads + g] - m_new);
+        p[i * kHeads + g] = e;
         sum += e;
       }
       sum = detail::warp_sum(sum);
@@ -251,32 +260,48 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
     }
     __syncthreads();
 
-    // Values: one head dimension per thread (two for head_dim 256).
+    // Values. The padding heads' probabilities are raw zero scores; their
+    // sums are never read.
+    if (kg < groups) {
 #pragma unroll
-    for (int j = 0; j < kDimsPerThread; ++j) {
-      const int d = threadIdx.x + j * kThreads;
-      if (d >= D) continue;
+      for (int g = 0; g < kHeads; ++g) {
+        const float corr = g < G ? corr_s[g] : 0.0f;
+        acc[0][g] *= corr;
+        acc[1][g] *= corr;
+      }
+#pragma unroll 4
+      for (int i = kg; i < len; i += groups) {
+        const uint32_t v2 = lds32(vb + i * D + 2 * dp);
+        const float v0 = detail::bf16_lo(v2), v1 = detail::bf16_hi(v2);
+        const float4 pa = *reinterpret_cast<const float4*>(p + i * kHeads);
+        const float4 pb = *reinterpret_cast<const float4*>(p + i * kHeads + 4);
+        const float pv[kHeads] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
 #pragma unroll
-      for (int g = 0; g < kAttentionMaxGroup; ++g)
-        if (g < G) acc[j][g] *= corr_s[g];
-#pragma unroll 8
-      for (int i = 0; i < len; ++i) {
-        const float v = __bfloat162float(vb[i * D + d]);
-#pragma unroll
-        for (int g = 0; g < kAttentionMaxGroup; ++g)
-          if (g < G) acc[j][g] += p[g * kChunk + i] * v;
+        for (int g = 0; g < kHeads; ++g) {
+          acc[0][g] += pv[g] * v0;
+          acc[1][g] += pv[g] * v1;
+        }
       }
     }
     __syncthreads();  // before kbuf(c), vbuf(c) and p are written again
   }
 
+  // The key groups' sums, through the idle key and value buffers, added in
+  // group order.
+  float* red = reinterpret_cast<float*>(smem_raw);  // [groups][kHeads][D]
+  if (kg < groups) {
 #pragma unroll
-  for (int j = 0; j < kDimsPerThread; ++j) {
-    const int d = threadIdx.x + j * kThreads;
-    if (d >= D) continue;
-#pragma unroll
-    for (int g = 0; g < kAttentionMaxGroup; ++g)
-      if (g < G) acc_out[g * D + d] = acc[j][g];
+    for (int g = 0; g < kHeads; ++g)
+      if (g < G)
+        *reinterpret_cast<float2*>(red + (kg * kHeads + g) * D + 2 * dp) =
+            make_float2(acc[0][g], acc[1][g]);
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
+    const int g = idx / D, d = idx % D;
+    float sum = 0.0f;
+    for (int k = 0; k < groups; ++k) sum += red[(k * kHeads + g) * D + d];
+    acc_out[idx] = sum;
   }
   // Every block's m_s, l_s and acc_out, visible to the whole cluster.
   cluster.sync();
@@ -286,18 +311,16 @@ __global__ void __launch_bounds__(kThreads) attention_decode_rope_kernel(RopeAtt
   // and weighs nothing; with no keys at all the output is zero.
   for (int idx = rank * kThreads + threadIdx.x; idx < G * D; idx += C * kThreads) {
     const int g = idx / D, d = idx % D;
-    float m[C];
+    // The maxima are read twice rather than held, and the loops only
+    // partly unrolled: fully unrolled, C = 16 spilled at two blocks per SM.
     float mmax = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < C; ++k) {
-      m[k] = cluster.map_shared_rank(m_s, k)[g];
-      mmax = fmaxf(mmax, m[k]);
-    }
+#pragma unroll 4
+    for (int k = 0; k < C; ++k) mmax = fmaxf(mmax, cluster.map_shared_rank(m_s, k)[g]);
     float num = 0.0f, den = 0.0f;
     if (mmax != -INFINITY) {
-#pragma unroll
+#pragma unroll 4
       for (int k = 0; k < C; ++k) {
-        const float w = expf(m[k] - mmax);
+        const float w = expf(cluster.map_shared_rank(m_s, k)[g] - mmax);
         num += w * cluster.map_shared_rank(acc_out, k)[idx];
         den += w * cluster.map_shared_rank(l_s, k)[g];
       }
@@ -317,7 +340,7 @@ cudaLaunchConfig_t launch_config(const RopeAttentionArgs& ra, cudaStream_t strea
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(C, a.num_kv_heads, a.batch);
   cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem_bytes(a.head_dim, a.num_heads / a.num_kv_heads);
+  cfg.dynamicSmemBytes = layout(a.head_dim, a.num_heads / a.num_kv_heads).total;
   cfg.stream = stream;
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = C;

@@ -73,6 +73,20 @@ __device__ __forceinline__ void int8x4_to_bf16x2(uint32_t w, uint32_t& lo, uint3
   hi = pack_bf16x2(f2, f3);
 }
 
+// c += A B on the tensor cores: A 16x16 row-major, B 16x8 column-major,
+// bf16 in, fp32 out (m16n8k16). a0..a3: A rows g and g + 8, columns
+// 2t..2t+1 then 2t+8..2t+9; b0, b1: B rows 2t..2t+1 and 2t+8..2t+9 of
+// column g; c: rows g (c[0..1]) and g + 8 (c[2..3]), columns 2t, 2t + 1
+// (lane = 4 g + t).
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                               uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 // Streaming 16-byte load for data read exactly once (weights): bypass L1 so
 // the activations that are re-read stay there.
 __device__ __forceinline__ uint4 ld_stream_u4(const void* p) {

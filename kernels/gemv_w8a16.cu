@@ -7,6 +7,7 @@ namespace ringserve::kernels {
 namespace {
 
 using detail::int8x4_to_bf16x2;
+using detail::mma_bf16_16816;
 
 // One K chunk is 64 columns: lane (g, t) of a warp (g = lane / 4, t = lane % 4)
 // holds 16 consecutive bytes of weight rows g and g + 8 and 16 consecutive
@@ -18,15 +19,6 @@ using detail::int8x4_to_bf16x2;
 struct Chunk {
   uint4 w[2];  // rows g, g + 8
 };
-
-__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                               uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;

@@ -185,10 +185,10 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
     return make_error(Errc::kInvalidArgument, "attention_splits {} out of range",
                       tuning.attention_splits);
 
-  if (tuning.attention_cluster != 0 && tuning.attention_cluster != 8 &&
-      tuning.attention_cluster != 16)
-    return make_error(Errc::kInvalidArgument, "attention_cluster {} is not 0, 8 or 16",
-                      tuning.attention_cluster);
+  if (tuning.attention_cluster != CudaTuning::kAutoCluster && tuning.attention_cluster != 0 &&
+      tuning.attention_cluster != 8 && tuning.attention_cluster != 16)
+    return make_error(Errc::kInvalidArgument, "attention_cluster {} is not auto ({}), 0, 8 or 16",
+                      tuning.attention_cluster, CudaTuning::kAutoCluster);
 
   auto e = std::unique_ptr<CudaEngine>(new CudaEngine());
   e->options_ = options;
@@ -372,18 +372,37 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
                                                                       : "off (needs sm_90)");
   DecodeKernels decode_kernels;
   decode_kernels.pdl = pdl;
-  if (e->tuning_.attention_cluster > 0 &&
-      kernels::attention_decode_rope_supported(options.device, e->tuning_.attention_cluster,
-                                               c.num_heads, c.num_kv_heads, c.head_dim))
-    decode_kernels.attention_cluster = e->tuning_.attention_cluster;
+  auto cluster_ok = [&](int blocks) {
+    return kernels::attention_decode_rope_supported(options.device, blocks, c.num_heads,
+                                                    c.num_kv_heads, c.head_dim);
+  };
+  const int want_cluster = e->tuning_.attention_cluster;
+  if (want_cluster == CudaTuning::kAutoCluster) {
+    // Auto needs both sizes; a GPU that launches only the portable 8 gets 8.
+    decode_kernels.attention_cluster = cluster_ok(16) && cluster_ok(8) ? DecodeKernels::kAutoCluster
+                                       : cluster_ok(8)                 ? 8
+                                                                       : 0;
+  } else if (want_cluster > 0 && cluster_ok(want_cluster)) {
+    decode_kernels.attention_cluster = want_cluster;
+  }
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&decode_kernels.sms, cudaDevAttrMultiProcessorCount, options.device));
+  decode_kernels.num_kv_heads = c.num_kv_heads;
   decode_kernels.cluster_max_context = e->tuning_.cluster_attention_max_context;
+  const int cluster = decode_kernels.attention_cluster;
   log->info(
       "cuda: decode attention {}",
-      decode_kernels.attention_cluster > 0
-          ? fmt::format("with RoPE fused, on clusters of {} blocks, up to a context of {}",
-                        decode_kernels.attention_cluster, e->tuning_.cluster_attention_max_context)
-      : e->tuning_.attention_cluster > 0 ? "split, RoPE separate (no thread block clusters)"
-                                         : "split, RoPE separate");
+      cluster != 0
+          ? fmt::format("with RoPE fused, on clusters of {} blocks, {}",
+                        cluster > 0 ? std::to_string(cluster)
+                                    : fmt::format("16 (batch <= {}) or 8",
+                                                  decode_kernels.sms / (16 * c.num_kv_heads)),
+                        e->tuning_.cluster_attention_max_context == std::numeric_limits<int>::max()
+                            ? std::string("at every context")
+                            : fmt::format("up to a context of {}",
+                                          e->tuning_.cluster_attention_max_context))
+      : want_cluster != 0 ? "split, RoPE separate (no thread block clusters)"
+                          : "split, RoPE separate");
   e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, decode_kernels,
                                           streamed > 0 ? &e->streamer_ : nullptr);
   e->graphs_.assign(2 * (L.max_batch + 1), nullptr);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,19 +34,20 @@ struct CudaTuning {
   // following the context, merged by the last split's block. 0: the previous
   // path (fixed split_tokens, then a combine kernel), kept for comparison.
   int attention_splits = 32;
-  // Decode attention on thread block clusters of this many blocks (8 or 16)
-  // per (sequence, kv head), with RoPE and the KV write fused in
-  // (kernels::attention_decode_rope), where the GPU has clusters (compute
-  // capability 9.0+). 0, or an older GPU: rope_kv_write, then the split
-  // attention above.
-  int attention_cluster = 16;
+  // Decode attention on thread block clusters per (sequence, kv head), with
+  // RoPE and the KV write fused in (kernels::attention_decode_rope), where
+  // the GPU has clusters (compute capability 9.0+): kAutoCluster picks 16 or
+  // 8 blocks per batch size (kernels::attention_cluster_blocks); 8 or 16
+  // fix it. 0, or an older GPU: rope_kv_write, then the split attention
+  // above.
+  static constexpr int kAutoCluster = -1;
+  int attention_cluster = kAutoCluster;
   // Steps whose longest context exceeds this take the split attention even
-  // where clusters are on: the cluster kernel's blocks walk their keys in
-  // series, and on the H200 it was faster at contexts 512 and 768 but
-  // slower at 4096 (10.2 vs 15.4, 12.5 vs 17.1, 42.3 vs 32.5 us a layer at
-  // batch 1; at batch 4 15.5 vs 20.5, 20.1 vs 24.7, 77.8 vs 61.5). Lines
-  // through those points cross near 1,840 (batch 1) and 1,500 (batch 4).
-  int cluster_attention_max_context = 1536;
+  // where clusters are on (one more graph per batch size). No limit by
+  // default: on the H200 the cluster kernel was the faster at every context
+  // measured, 512 to 16,384 tokens, at batch 1 and 4 (56.7 against 71.4 us
+  // a layer at 16,384 and batch 1; 148.5 against 223.7 at batch 4).
+  int cluster_attention_max_context = std::numeric_limits<int>::max();
   // Programmatic dependent launch for the decode kernels (compute
   // capability 9.0+, and the overlapping pipelines async and graphs; ignored
   // otherwise): each kernel is launched while the one before it finishes,
@@ -53,7 +55,7 @@ struct CudaTuning {
   // hiding a launch gap and a DRAM latency per kernel. The cluster attention
   // and the GEMV after it are launched normally (see attention_cluster).
   // Measured on the H200 (tests/bench/cuda/engine_bench.cpp reports both):
-  // 344 against 335 tok/s at batch 1, 1275 against 1239 at batch 4.
+  // 352 against 343 tok/s at batch 1, 1328 against 1284 at batch 4.
   bool pdl = true;
   // How load_cuda_engine reads a bf16 checkpoint: reader threads and pinned
   // slots (checkpoint_stream.h).

@@ -8,6 +8,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "attention.h"
 #include "cuda/device_model.h"
 #include "cuda/layer_streamer.h"
 #include "cuda/workspace.h"
@@ -35,12 +36,22 @@ struct DecodeKernels {
   // kernels::GemvArgs::pdl; sm_90 only).
   bool pdl = false;
   // Blocks per cluster of the fused RoPE + attention kernel
-  // (kernels::attention_decode_rope; sm_90 only); 0: rope_kv_write, then
-  // attention_decode.
+  // (kernels::attention_decode_rope; sm_90 only): 8 or 16, or kAutoCluster
+  // for kernels::attention_cluster_blocks of the batch size; 0:
+  // rope_kv_write, then attention_decode.
+  static constexpr int kAutoCluster = -1;
   int attention_cluster = 0;
+  int sms = 0;           // multiprocessors, for kAutoCluster
+  int num_kv_heads = 0;  // of the model, for kAutoCluster
   // Steps with a longer context than this take the split kernels even so
   // (CudaTuning::cluster_attention_max_context).
   int cluster_max_context = 0;
+
+  int cluster_blocks(int batch) const {
+    return attention_cluster == kAutoCluster
+               ? kernels::attention_cluster_blocks(batch, num_kv_heads, sms)
+               : attention_cluster;
+  }
 };
 
 class Forward {
@@ -55,7 +66,7 @@ class Forward {
   // kCluster only where the cluster kernel is on and the context short
   // enough, so a step never has two names for the same kernels.
   DecodeAttention attention_for(int longest) const {
-    return kernels_.attention_cluster > 0 && longest <= kernels_.cluster_max_context
+    return kernels_.attention_cluster != 0 && longest <= kernels_.cluster_max_context
                ? DecodeAttention::kCluster
                : DecodeAttention::kSplit;
   }

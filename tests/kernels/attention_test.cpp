@@ -353,6 +353,18 @@ TEST(AttentionDecodeRope, OtherShapes) {
   check_decode_rope({6, 6, 64}, {100, 3}, 16);  // one query head per kv head
 }
 
+// Clusters of 16 while a block per (sequence, kv head, block) fits on the
+// SMs, 8 past that.
+TEST(AttentionDecodeRope, ClusterSizeFollowsTheBatch) {
+  EXPECT_EQ(kernels::attention_cluster_blocks(1, 4, 132), 16);
+  EXPECT_EQ(kernels::attention_cluster_blocks(2, 4, 132), 16);
+  EXPECT_EQ(kernels::attention_cluster_blocks(3, 4, 132), 8);
+  EXPECT_EQ(kernels::attention_cluster_blocks(4, 4, 132), 8);
+  EXPECT_EQ(kernels::attention_cluster_blocks(1, 8, 128), 16);
+  EXPECT_EQ(kernels::attention_cluster_blocks(1, 8, 127), 8);
+  EXPECT_EQ(kernels::attention_cluster_blocks(64, 8, 132), 8);
+}
+
 TEST(AttentionDecodeRope, RejectsMismatchedArguments) {
   kernels::RopeAttentionArgs ra;
   ra.attn.batch = 1;
@@ -372,6 +384,12 @@ TEST(AttentionDecodeRope, RejectsMismatchedArguments) {
   ra.rope.head_dim = 128;
   ra.cluster_blocks = 4;
   EXPECT_FALSE(kernels::attention_decode_rope(ra, nullptr));
+  ra.cluster_blocks = 16;
+  ra.attn.head_dim = ra.rope.head_dim = 72;  // a multiple of 8 (the split path's), not of 16
+  st = kernels::attention_decode_rope(ra, nullptr);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().to_string().find("unsupported shape"), std::string::npos);
+  EXPECT_FALSE(kernels::attention_decode_rope_supported(0, 16, 28, 4, 72));
 }
 
 void check_prefill(const Shape& s, const std::vector<int>& lens) {

@@ -125,7 +125,7 @@ void small_kernels_in_graph() {
   for (void* p : {x, w, y}) cudaFree(p);
 
   using A = AttentionInputs;
-  for (int ctx : {512, 768, 4096}) {
+  for (int ctx : {512, 768, 4096, 16384}) {
     for (int B : {1, 4}) {
       const AttentionInputs in(B, ctx, -32);  // the split path's default
       auto rope = [&](cudaStream_t s) {
