@@ -354,7 +354,11 @@ TEST(AttentionDecodeRope, OtherShapes) {
 }
 
 // Clusters of 16 while a block per (sequence, kv head, block) fits on the
-// SMs, 8 past that.
+// SMs, 8 past that. The rule is constexpr: checked when this file compiles
+// (CI, without a GPU) as well as when the suite runs.
+static_assert(kernels::attention_cluster_blocks(2, 4, 132) == 16);
+static_assert(kernels::attention_cluster_blocks(3, 4, 132) == 8);
+static_assert(kernels::attention_cluster_blocks(1, 8, 128) == 16);  // exactly one block per SM
 TEST(AttentionDecodeRope, ClusterSizeFollowsTheBatch) {
   EXPECT_EQ(kernels::attention_cluster_blocks(1, 4, 132), 16);
   EXPECT_EQ(kernels::attention_cluster_blocks(2, 4, 132), 16);
