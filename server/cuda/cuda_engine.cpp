@@ -390,13 +390,17 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
   decode_kernels.num_kv_heads = c.num_kv_heads;
   decode_kernels.cluster_max_context = e->tuning_.cluster_attention_max_context;
   const int cluster = decode_kernels.attention_cluster;
+  auto cluster_sizes = [&]() -> std::string {
+    if (cluster > 0) return std::to_string(cluster);
+    int upto = 0;  // the largest batch that gets clusters of 16
+    while (upto < L.max_batch && decode_kernels.cluster_blocks(upto + 1) == 16) ++upto;
+    if (upto == 0) return "8";
+    return upto >= L.max_batch ? std::string("16") : fmt::format("16 (batch <= {}) or 8", upto);
+  };
   log->info(
       "cuda: decode attention {}",
       cluster != 0
-          ? fmt::format("with RoPE fused, on clusters of {} blocks, {}",
-                        cluster > 0 ? std::to_string(cluster)
-                                    : fmt::format("16 (batch <= {}) or 8",
-                                                  decode_kernels.sms / (16 * c.num_kv_heads)),
+          ? fmt::format("with RoPE fused, on clusters of {} blocks, {}", cluster_sizes(),
                         e->tuning_.cluster_attention_max_context == std::numeric_limits<int>::max()
                             ? std::string("at every context")
                             : fmt::format("up to a context of {}",
