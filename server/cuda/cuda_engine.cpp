@@ -578,6 +578,7 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
         !blocks_.allocate(1, s->blocks))
       return make_error(Errc::kResourceExhausted, "seq={}: no free KV block", s->spec.id);
   }
+  int longest = 0;  // context, for the choice of attention
   for (int i = 0; i < n; ++i) {
     Sequence& s = *batch[i];
     const int pos = s.cached;
@@ -585,13 +586,12 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
     m.positions[i] = pos;
     m.slots[i] = slot_of(s, pos);
     m.context_lens[i] = pos + 1;
+    longest = std::max(longest, pos + 1);
     std::fill(m.block_tables + static_cast<size_t>(i) * MB,
               m.block_tables + static_cast<size_t>(i + 1) * MB, 0);
     std::copy(s.blocks.begin(), s.blocks.end(), m.block_tables + static_cast<size_t>(i) * MB);
     fill_sampling(m.sampling[i], s);
   }
-  int longest = 0;
-  for (int i = 0; i < n; ++i) longest = std::max(longest, m.context_lens[i]);
   const DecodeAttention attention = forward_->attention_for(longest);
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
   if (options_.pipeline == engine::Pipeline::kGraphs) {

@@ -54,45 +54,64 @@ struct PagedKv {
   }
 };
 
+// A PagedKv on the device with its sequences' context lengths, and the
+// cache and shape fields of DecodeAttentionArgs both decode kernels read.
+struct DevicePagedKv {
+  DevicePagedKv(const PagedKv& kv, const std::vector<int>& ctx)
+      : k(kv.k),
+        v(kv.v),
+        tables(kv.tables),
+        lens(std::vector<int32_t>(ctx.begin(), ctx.end())),
+        max_blocks(kv.max_blocks),
+        batch(static_cast<int>(ctx.size())) {}
+  DeviceBuffer<uint16_t> k, v;
+  DeviceBuffer<int32_t> tables, lens;
+  int max_blocks, batch;
+
+  kernels::DecodeAttentionArgs args(const Shape& s, DeviceBuffer<uint16_t>& out) {
+    kernels::DecodeAttentionArgs a;
+    a.k_cache = bf(k);
+    a.v_cache = bf(v);
+    a.block_tables = tables.get();
+    a.max_blocks_per_seq = max_blocks;
+    a.context_lens = lens.get();
+    a.batch = batch;
+    a.num_heads = s.H;
+    a.num_kv_heads = s.KVH;
+    a.head_dim = s.D;
+    a.block_tokens = PagedKv::kBlockTokens;
+    a.out = bf(out);
+    return a;
+  }
+};
+
 // target_splits > 0: the fused path (context-sized splits merged by the last
 // block, kernels::DecodeAttentionArgs::split_counters), launched twice on
 // the same counters to check that each launch leaves them at zero.
 void check_decode(const Shape& s, const std::vector<int>& ctx, int split_tokens,
                   int target_splits = 0) {
   std::mt19937_64 rng(test_seed() ^ (s.D * 1000 + split_tokens));
-  const int B = static_cast<int>(ctx.size()), BT = PagedKv::kBlockTokens;
+  const int B = static_cast<int>(ctx.size());
   const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
   const PagedKv kv(s, ctx, rng);
-  const int max_blocks = kv.max_blocks;
   auto q = ref::random_bf16(static_cast<size_t>(B) * s.H * s.D, rng);
   const int max_splits = target_splits > 0
                              ? kernels::decode_max_splits(max_ctx, split_tokens, target_splits)
                              : (max_ctx + split_tokens - 1) / split_tokens + 1;
 
-  DeviceBuffer<uint16_t> dq(q), dk(kv.k), dv(kv.v), out(static_cast<size_t>(B) * s.H * s.D);
-  DeviceBuffer<int32_t> dt(kv.tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end()));
+  DevicePagedKv dkv(kv, ctx);
+  DeviceBuffer<uint16_t> dq(q), out(static_cast<size_t>(B) * s.H * s.D);
   DeviceBuffer<float> po(static_cast<size_t>(B) * s.H * max_splits * s.D),
       pml(static_cast<size_t>(B) * s.H * max_splits * 2);
   out.poison();
   po.poison();
   pml.poison();
-  kernels::DecodeAttentionArgs a;
+  kernels::DecodeAttentionArgs a = dkv.args(s, out);
   a.q = bf(dq);
-  a.k_cache = bf(dk);
-  a.v_cache = bf(dv);
-  a.block_tables = dt.get();
-  a.max_blocks_per_seq = max_blocks;
-  a.context_lens = dctx.get();
-  a.batch = B;
-  a.num_heads = s.H;
-  a.num_kv_heads = s.KVH;
-  a.head_dim = s.D;
-  a.block_tokens = BT;
   a.split_tokens = split_tokens;
   a.max_splits = max_splits;
   a.partial_o = po.get();
   a.partial_ml = pml.get();
-  a.out = bf(out);
   DeviceBuffer<int32_t> counters(std::vector<int32_t>(static_cast<size_t>(B) * s.KVH, 0));
   if (target_splits > 0) {
     a.split_counters = counters.get();
@@ -224,24 +243,13 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
     slots[b] = kv.slot(b, pos);
   }
 
-  DeviceBuffer<uint16_t> dk(kc), dv(vc), out(static_cast<size_t>(B) * s.H * s.D);
+  DevicePagedKv dkv(kv, ctx);
+  DeviceBuffer<uint16_t> out(static_cast<size_t>(B) * s.H * s.D);
   DeviceBuffer<float> dqkv(qkv), dfreq(model::rope_inv_freq(s.D, theta));
-  DeviceBuffer<int32_t> dt(kv.tables), dctx(std::vector<int32_t>(ctx.begin(), ctx.end())),
-      dpos(positions), dslots(slots);
+  DeviceBuffer<int32_t> dpos(positions), dslots(slots);
   out.poison();
   kernels::RopeAttentionArgs ra;
-  auto& a = ra.attn;
-  a.k_cache = bf(dk);
-  a.v_cache = bf(dv);
-  a.block_tables = dt.get();
-  a.max_blocks_per_seq = kv.max_blocks;
-  a.context_lens = dctx.get();
-  a.batch = B;
-  a.num_heads = s.H;
-  a.num_kv_heads = s.KVH;
-  a.head_dim = s.D;
-  a.block_tokens = BT;
-  a.out = bf(out);
+  ra.attn = dkv.args(s, out);
   auto& r = ra.rope;
   r.num_heads = s.H;
   r.num_kv_heads = s.KVH;
@@ -251,15 +259,15 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
   r.positions = dpos.get();
   r.slots = dslots.get();
   r.block_tokens = BT;
-  r.k_cache = bf(dk);
-  r.v_cache = bf(dv);
+  r.k_cache = bf(dkv.k);
+  r.v_cache = bf(dkv.v);
   ra.qkv = dqkv.get();
   ra.ld_qkv = ld;
   ra.cluster_blocks = cluster_blocks;
   auto st = kernels::attention_decode_rope(ra, nullptr);
   ASSERT_TRUE(st) << st.error().to_string();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const auto o = out.download(), k2 = dk.download(), v2 = dv.download();
+  const auto o = out.download(), k2 = dkv.k.download(), v2 = dkv.v.download();
 
   // The cache: the new slots hold the rotated key and the value, within
   // bf16 rounding; every other element is untouched.
@@ -318,7 +326,7 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
   out.poison();
   ASSERT_TRUE(kernels::attention_decode_rope(ra, nullptr));
   EXPECT_EQ(out.download(), o);
-  EXPECT_EQ(dk.download(), k2);
+  EXPECT_EQ(dkv.k.download(), k2);
 }
 
 #define REQUIRE_CLUSTERS(blocks, shape)                      \
