@@ -1,5 +1,7 @@
 #include "gemv_w8a16.h"
 
+#include <fmt/format.h>
+
 #include "cuda_check.h"
 
 namespace ringserve::kernels {
@@ -12,6 +14,24 @@ GemvConfig default_gemv_config(int rows, int /*cols*/, GemvEpilogue epilogue) {
   // enough loads in flight on 132 SMs; many tiles do better with short blocks.
   cfg.warps = blocks < 600 ? 16 : (blocks < 2000 ? 8 : 4);
   return cfg;
+}
+
+std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue) {
+  std::vector<GemvConfig> out;
+  for (bool pipelined : {false, true})
+    for (int tiles : {1, 2})
+      for (int warps : {4, 8, 16})
+        for (int unroll : {0, 2, 4, 8}) {
+          const GemvConfig c{tiles, warps, unroll, pipelined};
+          if (!gemv_config_valid(c)) continue;
+          if (epilogue == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
+          out.push_back(c);
+        }
+  return out;
+}
+
+std::string describe(const GemvConfig& c) {
+  return fmt::format("t{}w{}u{}{}", c.tiles, c.warps, c.unroll, c.pipelined ? "p" : "");
 }
 
 Status gemv_w8a16(const GemvArgs& args, cudaStream_t stream) {
@@ -29,8 +49,8 @@ Status gemv_w8a16(const GemvArgs& a, const GemvConfig& cfg, cudaStream_t stream)
   if (cfg.warps != 4 && cfg.warps != 8 && cfg.warps != 16)
     return make_error(Errc::kInvalidArgument, "gemv_w8a16: warps must be 4, 8 or 16");
   if (!gemv_config_valid(cfg))
-    return make_error(Errc::kInvalidArgument, "gemv_w8a16: unroll {} not available for {} tiles",
-                      cfg.unroll, cfg.tiles);
+    return make_error(Errc::kInvalidArgument, "gemv_w8a16: no kernel for launch shape {}",
+                      describe(cfg));
   const bool silu = a.epilogue == GemvEpilogue::kSiluMulBf16;
   if (silu && (a.rows % 32 != 0 || cfg.tiles != 2))
     return make_error(Errc::kInvalidArgument,

@@ -309,11 +309,100 @@ __global__ void __launch_bounds__(WARPS * 32)
   reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
 }
 
+// The double-buffered variant (GemvConfig::pipelined): one tile, chunks in
+// pairs, interleaved over the warps as in the grouped kernel, but the next
+// pair's weights and activations are loaded before the current pair is
+// multiplied, so a warp's loads stay in flight while it converts and
+// multiplies. Larger groups or two tiles per stage cost registers (two
+// stages of four chunks took 158 per thread, one block per SM) and measured
+// slower; pairs take about 90.
+template <int WARPS, GemvEpilogue EPI>
+__global__ void __launch_bounds__(WARPS * 32)
+    gemv_w8a16_pipelined_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
+                                const float* __restrict__ bias, int rows, int K,
+                                const __nv_bfloat16* __restrict__ X, int batch,
+                                void* __restrict__ out, int ld_out, bool vec) {
+  constexpr int U = 2;
+  struct Stage {
+    Chunk ch[U];
+    uint4 x[U][2];
+  };
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * 16;
+
+  const int8_t* wrow[2];
+  bool rvalid[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = row0 + g + 8 * h;
+    rvalid[h] = r < rows;
+    wrow[h] = W + static_cast<size_t>(rvalid[h] ? r : 0) * K;
+  }
+  const bool xvalid = g < batch;
+  const __nv_bfloat16* xrow = X + static_cast<size_t>(xvalid ? g : 0) * K;
+
+  const int nchunks = (K + 63) / 64;
+  const int nfull = vec ? K / 64 : 0;
+  const int mine = nfull > warp ? (nfull - warp + WARPS - 1) / WARPS : 0;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  // Stage-local chunk u of the warp's pair starting at j (j, u warp-uniform).
+  auto offset = [&](int j, int u) { return ((j + u) * WARPS + warp) * 64 + t * 16; };
+  auto load_weights = [&](Stage& s, int j) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const bool live = j + u < mine;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        s.ch[u].w[h] = live && rvalid[h] ? detail::ld_nc_u4(wrow[h] + offset(j, u)) : zero;
+    }
+  };
+  auto load_x = [&](Stage& s, int j) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const bool live = j + u < mine && xvalid;
+      const uint4* xp = reinterpret_cast<const uint4*>(xrow + offset(j, u));
+      s.x[u][0] = live ? __ldg(xp) : zero;
+      s.x[u][1] = live ? __ldg(xp + 1) : zero;
+    }
+  };
+  float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+  auto multiply = [&](const Stage& s, int j) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j + u < mine) mma_chunk(acc[0], s.ch[u], s.x[u]);
+  };
+
+  Stage a, b;
+  load_weights(a, 0);
+  detail::pdl_wait();  // weights may stream before the producer of X is done
+  load_x(a, 0);
+  for (int j = 0; j < mine; j += 2 * U) {
+    load_weights(b, j + U);
+    load_x(b, j + U);
+    multiply(a, j);
+    if (j + U >= mine) break;
+    load_weights(a, j + 2 * U);
+    load_x(a, j + 2 * U);
+    multiply(b, j + U);
+  }
+  for (int c = nfull + warp; c < nchunks; c += WARPS) {
+    Chunk ch;
+    uint4 xv[2];
+    load_chunk_checked(wrow[0], wrow[1], rvalid[0], rvalid[1], xrow, xvalid, c * 64 + t * 16, K, ch,
+                       xv);
+    mma_chunk(acc[0], ch, xv);
+  }
+
+  detail::pdl_launch_dependents();  // see the grouped kernel
+  reduce_and_store<1, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
+}
+
 // Every GEMV kernel calls pdl_wait() before touching X or `out`, so a.pdl may
 // launch it with the programmatic-serialization attribute.
 template <int TILES, int WARPS, GemvEpilogue EPI>
-cudaError_t launch(int unroll, const GemvArgs& a, const __nv_bfloat16* x, void* out, int batch,
-                   int ld_out, bool vec, cudaStream_t stream) {
+cudaError_t launch(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x, void* out,
+                   int batch, int ld_out, bool vec, cudaStream_t stream) {
   const int rows_per_block = 16 * TILES;
   const dim3 grid((a.rows + rows_per_block - 1) / rows_per_block), block(WARPS * 32);
   // Unroll values per tile count: 4 or 8 for one tile, 2 or 4 for two (the
@@ -323,8 +412,11 @@ cudaError_t launch(int unroll, const GemvArgs& a, const __nv_bfloat16* x, void* 
     return detail::launch_maybe_pdl(kernel, grid, block, 0, stream, a.pdl, a.w, a.scale, a.bias,
                                     a.rows, a.cols, x, batch, out, ld_out, vec);
   };
-  if (unroll == kSmall) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI>);
-  if (unroll == kLarge) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI>);
+  if constexpr (TILES == 1) {
+    if (cfg.pipelined) return go(gemv_w8a16_pipelined_kernel<WARPS, EPI>);
+  }
+  if (cfg.unroll == kSmall) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI>);
+  if (cfg.unroll == kLarge) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI>);
   return go(gemv_w8a16_kernel<TILES, WARPS, EPI>);
 }
 
@@ -333,11 +425,11 @@ cudaError_t launch_warps(const GemvConfig& cfg, const GemvArgs& a, const __nv_bf
                          void* out, int batch, int ld_out, bool vec, cudaStream_t stream) {
   switch (cfg.warps) {
     case 4:
-      return launch<TILES, 4, EPI>(cfg.unroll, a, x, out, batch, ld_out, vec, stream);
+      return launch<TILES, 4, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
     case 16:
-      return launch<TILES, 16, EPI>(cfg.unroll, a, x, out, batch, ld_out, vec, stream);
+      return launch<TILES, 16, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
     default:
-      return launch<TILES, 8, EPI>(cfg.unroll, a, x, out, batch, ld_out, vec, stream);
+      return launch<TILES, 8, EPI>(cfg, a, x, out, batch, ld_out, vec, stream);
   }
 }
 

@@ -11,6 +11,9 @@
 #include <cstdint>
 
 #ifndef __CUDACC__
+#include <string>
+#include <vector>
+
 #include "ringserve/common/expected.h"
 #endif
 
@@ -52,21 +55,33 @@ struct GemvArgs {
 //      (predicated) before its mma, so a warp owning fewer than U chunks
 //      still has all its loads in flight at once. U is 4 or 8 for one tile,
 //      2 or 4 for two.
+// `pipelined` (one tile, U = 2 only): the double-buffered kernel, which loads
+// the next pair of chunks while it multiplies the current one.
 struct GemvConfig {
   int tiles = 1;   // 1 or 2
   int warps = 8;   // 4, 8 or 16
   int unroll = 0;  // 0 (original kernel) or U (grouped kernel, see above)
+  bool pipelined = false;
 };
 
 // Whether the launch shape is one the kernels are instantiated for.
 inline bool gemv_config_valid(const GemvConfig& c) {
   if (c.tiles != 1 && c.tiles != 2) return false;
   if (c.warps != 4 && c.warps != 8 && c.warps != 16) return false;
+  if (c.pipelined) return c.tiles == 1 && c.unroll == 2;
   if (c.unroll == 0) return true;
   return c.tiles == 1 ? (c.unroll == 4 || c.unroll == 8) : (c.unroll == 2 || c.unroll == 4);
 }
 
 GemvConfig default_gemv_config(int rows, int cols, GemvEpilogue epilogue);
+
+#ifndef __CUDACC__
+// Every valid launch shape that can serve `epilogue` (gate/up needs two
+// tiles): what the start-up tuner, the tests and the benchmarks enumerate.
+std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue);
+// "t1w8u4", with a trailing "p" for the pipelined kernel.
+std::string describe(const GemvConfig& config);
+#endif
 
 #ifndef __CUDACC__
 // Errors: kInvalidArgument for shapes the kernel cannot serve (non-positive

@@ -124,10 +124,6 @@ bool agrees(const std::vector<float>& got, const std::vector<float>& want) {
   return std::sqrt(num / den) <= 2e-3 && max_diff <= 0.02 * max_ref;
 }
 
-std::string describe(const GemvConfig& c) {
-  return fmt::format("t{}w{}u{}", c.tiles, c.warps, c.unroll);
-}
-
 }  // namespace
 
 Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream) {
@@ -182,30 +178,25 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
     GemvConfig best = ref_cfg;
     float best_ms = RS_TRY(time_config(f, ref_cfg, stream, start, stop));
     const float ref_ms = best_ms;
-    for (int tiles : {1, 2}) {
-      if (f.epi == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
-      for (int warps : {4, 8, 16}) {
-        for (int unroll : {0, 2, 4, 8}) {
-          const GemvConfig cfg{tiles, warps, unroll};
-          if (!kernels::gemv_config_valid(cfg)) continue;
-          if (cfg.tiles == ref_cfg.tiles && cfg.warps == ref_cfg.warps && cfg.unroll == 0) continue;
-          const auto got = RS_TRY(run_once(f, cfg, vb, stream));
-          if (!agrees(got, want)) {
-            ++rejected;
-            log->warn("cuda: GEMV {} {}x{}: variant {} disagrees with the reference; not used",
-                      f.name, m0.rows, m0.cols, describe(cfg));
-            continue;
-          }
-          const float ms = RS_TRY(time_config(f, cfg, stream, start, stop));
-          if (ms < best_ms) {
-            best_ms = ms;
-            best = cfg;
-          }
-        }
+    for (const GemvConfig& cfg : kernels::gemv_configs(f.epi)) {
+      if (cfg.tiles == ref_cfg.tiles && cfg.warps == ref_cfg.warps && cfg.unroll == 0 &&
+          !cfg.pipelined)
+        continue;
+      const auto got = RS_TRY(run_once(f, cfg, vb, stream));
+      if (!agrees(got, want)) {
+        ++rejected;
+        log->warn("cuda: GEMV {} {}x{}: variant {} disagrees with the reference; not used", f.name,
+                  m0.rows, m0.cols, kernels::describe(cfg));
+        continue;
+      }
+      const float ms = RS_TRY(time_config(f, cfg, stream, start, stop));
+      if (ms < best_ms) {
+        best_ms = ms;
+        best = cfg;
       }
     }
-    summary += fmt::format("{} {} {:.1f}us (ref {:.1f}us, {:.0f} GB/s); ", f.name, describe(best),
-                           best_ms * 1e3, ref_ms * 1e3,
+    summary += fmt::format("{} {} {:.1f}us (ref {:.1f}us, {:.0f} GB/s); ", f.name,
+                           kernels::describe(best), best_ms * 1e3, ref_ms * 1e3,
                            static_cast<double>(m0.rows) * m0.cols / (best_ms * 1e-3) / 1e9);
     return best;
   };

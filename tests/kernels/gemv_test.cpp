@@ -99,21 +99,6 @@ std::vector<double> expected(const Problem& p, const Host& h, GemvEpilogue epi,
   return lin;
 }
 
-// Every launch shape the kernels are instantiated for (gemv_config_valid):
-// both kernel variants, all tile, warp and unroll choices.
-std::vector<GemvConfig> all_configs(GemvEpilogue epi) {
-  std::vector<GemvConfig> out;
-  for (int tiles : {1, 2})
-    for (int warps : {4, 8, 16})
-      for (int unroll : {0, 2, 4, 8}) {
-        const GemvConfig c{tiles, warps, unroll};
-        if (!kernels::gemv_config_valid(c)) continue;
-        if (epi == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
-        out.push_back(c);
-      }
-  return out;
-}
-
 // Checks the default launch (configs empty) or each of `configs` against the
 // reference; host data and the reference are computed once per problem, the
 // output is poisoned (or, for the residual epilogue, re-uploaded) before
@@ -130,9 +115,8 @@ void check(const Problem& p, GemvEpilogue epi, const std::vector<GemvConfig>& co
   auto one = [&](const GemvConfig* cfg) {
     const auto got = run(p, h, epi, cfg, rp);
     EXPECT_LT(ref::rel_l2(got, want), bf16_out ? 5e-3 : 1e-5)
-        << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch
-        << " config tiles=" << (cfg ? cfg->tiles : 0) << " warps=" << (cfg ? cfg->warps : 0)
-        << " unroll=" << (cfg ? cfg->unroll : 0) << (cfg ? "" : " (default)");
+        << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch << " config "
+        << (cfg ? kernels::describe(*cfg) : "default");
   };
   if (configs.empty()) {
     one(nullptr);
@@ -181,20 +165,21 @@ TEST(Gemv, LmHeadShape) {
 
 TEST(Gemv, EveryLaunchConfigurationAgrees) {
   for (auto epi : {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32}) {
-    const auto cfgs = all_configs(epi);
+    const auto cfgs = kernels::gemv_configs(epi);
     check({1000, 3584, 3, true}, epi, cfgs);
     check({96, 200, 8, false}, epi, cfgs);
   }
-  check({1000, 3584, 3, true}, GemvEpilogue::kStoreBf16, all_configs(GemvEpilogue::kStoreBf16));
+  check({1000, 3584, 3, true}, GemvEpilogue::kStoreBf16,
+        kernels::gemv_configs(GemvEpilogue::kStoreBf16));
 }
 
 // Every variant (the tuner may pick any of them) at the 7B decode shapes with
 // the epilogues the forward pass uses, at batch 1 and at batches that fill a
 // pass partly, fully and over it.
 TEST(Gemv, EveryVariantAtSevenBShapes) {
-  const auto f32 = all_configs(GemvEpilogue::kStoreF32);
-  const auto res = all_configs(GemvEpilogue::kResidualAddF32);
-  const auto silu = all_configs(GemvEpilogue::kSiluMulBf16);
+  const auto f32 = kernels::gemv_configs(GemvEpilogue::kStoreF32);
+  const auto res = kernels::gemv_configs(GemvEpilogue::kResidualAddF32);
+  const auto silu = kernels::gemv_configs(GemvEpilogue::kSiluMulBf16);
   check({4608, 3584, 1, true}, GemvEpilogue::kStoreF32, f32);  // fused qkv (biased)
   check({4608, 3584, 5, true}, GemvEpilogue::kStoreF32, f32);
   check({3584, 3584, 1, false}, GemvEpilogue::kResidualAddF32, res);  // o_proj
@@ -210,14 +195,14 @@ TEST(Gemv, EveryVariantAtSevenBShapes) {
 // (scalar path only), fewer chunks than warps, batch over 8 (two passes).
 TEST(Gemv, EveryVariantAtEdgeSizes) {
   for (auto epi : {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32}) {
-    const auto cfgs = all_configs(epi);
+    const auto cfgs = kernels::gemv_configs(epi);
     for (const Problem& p :
          {Problem{1, 64, 1, true}, Problem{17, 160, 3, true}, Problem{33, 40, 2, false},
           Problem{100, 1000, 11, true}, Problem{64, 16, 8, false}, Problem{96, 208, 8, true},
           Problem{64, 128, 4, false}, Problem{50, 4160, 9, true}})
       check(p, epi, cfgs);
   }
-  const auto silu = all_configs(GemvEpilogue::kSiluMulBf16);
+  const auto silu = kernels::gemv_configs(GemvEpilogue::kSiluMulBf16);
   check({2 * 160, 64, 3, true}, GemvEpilogue::kSiluMulBf16, silu);
   check({2 * 16, 40, 9, false}, GemvEpilogue::kSiluMulBf16, silu);
   check({2 * 48, 208, 8, true}, GemvEpilogue::kSiluMulBf16, silu);
@@ -246,7 +231,8 @@ TEST(Gemv, PdlLaunchWaitsForTheProducerOfX) {
   const size_t x_off = static_cast<size_t>(norm_rows - p.batch) * p.cols;
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  for (const GemvConfig& cfg : {GemvConfig{1, 8, 0}, GemvConfig{1, 8, 8}, GemvConfig{1, 16, 4}}) {
+  for (const GemvConfig& cfg : {GemvConfig{1, 8, 0}, GemvConfig{1, 8, 8}, GemvConfig{1, 16, 4},
+                                GemvConfig{1, 8, 2, true}}) {
     xn.poison();
     DeviceBuffer<float> out(static_cast<size_t>(p.batch) * p.rows);
     out.poison();
@@ -270,7 +256,7 @@ TEST(Gemv, PdlLaunchWaitsForTheProducerOfX) {
     const auto want = expected(p, h, GemvEpilogue::kStoreF32, nullptr);
     const auto got_f = out.download();
     const std::vector<double> got(got_f.begin(), got_f.end());
-    EXPECT_LT(ref::rel_l2(got, want), 1e-5) << "unroll " << cfg.unroll << " warps " << cfg.warps;
+    EXPECT_LT(ref::rel_l2(got, want), 1e-5) << kernels::describe(cfg);
   }
   cudaStreamDestroy(stream);
 }
@@ -295,6 +281,9 @@ TEST(Gemv, RejectsBadArguments) {
   EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{3, 8}, nullptr));
   EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{1, 8, 2}, nullptr));  // unroll 2 is for 2 tiles
   EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{2, 8, 8}, nullptr));
+  EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{2, 8, 2, true}, nullptr));  // pipelined: 1 tile
+  EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{1, 8, 4, true}, nullptr));  // pipelined: pairs
+  EXPECT_TRUE(kernels::gemv_w8a16(a, GemvConfig{1, 8, 2, true}, nullptr));
   a.ld_out = 1;
   EXPECT_FALSE(kernels::gemv_w8a16(a, nullptr));
 }

@@ -59,6 +59,7 @@ class GemvInputs {
   // Bytes one launch reads: the weights and their scales.
   double bytes_read() const { return weight_bytes() + 4.0 * shape_.rows; }
   int copies() const { return static_cast<int>(w_.size()); }
+  const void* weights(int copy) const { return w_[copy % w_.size()]; }
 
   // The arguments of a launch over weight copy `copy` (mod copies()).
   kernels::GemvArgs args(int copy, int batch) const {

@@ -3,7 +3,10 @@
 // latency nor the events around a lone launch (several microseconds, which
 // kernel_bench's per-launch numbers include) are counted. Then the decode
 // step's GEMVs alone (28 layers of distinct weights and the head) as one
-// graph: the floor the step's other kernels are added to.
+// graph: the floor the step's other kernels are added to. Next to each, a
+// plain read-only pass over the same bytes, one kernel per matrix: what a
+// GEMV launched per matrix could reach at best, so the part of the gap to the
+// roofline that no GEMV kernel of this launch structure can close.
 #include <cuda_bf16.h>
 
 #include <cstdio>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "attention_inputs.h"
+#include "bandwidth.h"
 #include "bench.h"
 #include "gemv_inputs.h"
 #include "model/rope_frequencies.h"
@@ -34,7 +38,12 @@ struct Family {
   GemvInputs in;
   GemvConfig best{};
   double best_us[2] = {0, 0};  // batch 1, 4
+  double read_us = 0;          // the read-only pass over the same bytes
 };
+
+void read_pass(const Family& f, int copy, uint32_t* sink, cudaStream_t s) {
+  check(launch_read(f.in.weights(copy), f.in.weight_bytes(), sink, s), "read pass");
+}
 
 void run(const Family& f, int copy, int batch, const GemvConfig& cfg, cudaStream_t s) {
   if (!kernels::gemv_w8a16(f.in.args(copy, batch), cfg, s)) std::exit(1);
@@ -42,7 +51,7 @@ void run(const Family& f, int copy, int batch, const GemvConfig& cfg, cudaStream
 
 // Every launch shape of one family, in a graph of `reps` launches over
 // distinct weight copies; picks the fastest per batch.
-void time_family(Family& f, const Ceilings& c) {
+void time_family(Family& f, const Ceilings& c, uint32_t* sink) {
   const GemvShape& shape = f.in.shape();
   const double bytes = f.in.bytes_read();
   const int reps = f.in.copies();
@@ -51,26 +60,24 @@ void time_family(Family& f, const Ceilings& c) {
     const int batch = bi == 0 ? 1 : 4;
     double best = 1e30;
     GemvConfig best_cfg{};
-    for (int tiles : {1, 2})
-      for (int warps : {4, 8, 16})
-        for (int unroll : {0, 2, 4, 8}) {
-          const GemvConfig cfg{tiles, warps, unroll};
-          if (!kernels::gemv_config_valid(cfg)) continue;
-          if (shape.epi == GemvEpilogue::kSiluMulBf16 && tiles == 1) continue;
-          int i = 0;
-          const double ms = graph_ms([&](cudaStream_t s) { run(f, i++, batch, cfg, s); }, reps);
-          if (ms < best) {
-            best = ms;
-            best_cfg = cfg;
-          }
-        }
+    for (const GemvConfig& cfg : kernels::gemv_configs(shape.epi)) {
+      int i = 0;
+      const double ms = graph_ms([&](cudaStream_t s) { run(f, i++, batch, cfg, s); }, reps);
+      if (ms < best) {
+        best = ms;
+        best_cfg = cfg;
+      }
+    }
     f.best_us[bi] = best * 1e3;
     if (bi == 0) f.best = best_cfg;
-    std::printf(" | b%d t%dw%du%d %6.1f us %5.0f GB/s %5.1f%%", batch, best_cfg.tiles,
-                best_cfg.warps, best_cfg.unroll, best * 1e3, bytes / best / 1e6,
+    std::printf(" | b%d %-7s %6.1f us %5.0f GB/s %5.1f%%", batch,
+                kernels::describe(best_cfg).c_str(), best * 1e3, bytes / best / 1e6,
                 100 * bytes / best / 1e6 / c.copy_gbs);
   }
-  std::printf("\n");
+  int i = 0;
+  f.read_us = 1e3 * graph_ms([&](cudaStream_t s) { read_pass(f, i++, sink, s); }, reps);
+  std::printf(" | read-only pass %6.1f us %5.1f%%\n", f.read_us,
+              100 * f.in.weight_bytes() / f.read_us / 1e3 / c.copy_gbs);
 }
 
 void gemv_in_graph(const Ceilings& c) {
@@ -78,8 +85,9 @@ void gemv_in_graph(const Ceilings& c) {
   std::vector<std::unique_ptr<Family>> fams;
   for (const auto& s : kLayerGemvs) fams.push_back(std::make_unique<Family>(s, kLayers));
   Family head(kHeadGemv, 4);
-  for (auto& f : fams) time_family(*f, c);
-  time_family(head, c);
+  auto* sink = static_cast<uint32_t*>(dmalloc(sizeof(uint32_t)));
+  for (auto& f : fams) time_family(*f, c, sink);
+  time_family(head, c, sink);
 
   // The step's GEMVs alone, layer after layer, as the engine orders them.
   double bytes = 0;
@@ -101,6 +109,22 @@ void gemv_in_graph(const Ceilings& c) {
         batch, ms, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / c.copy_gbs, bytes / c.copy_gbs / 1e6,
         sum_us / 1e3);
   }
+  // The same matrices in the same order, each read by one plain pass.
+  double wbytes = head.in.weight_bytes();
+  for (const auto& f : fams) wbytes += kLayers * static_cast<double>(f->in.weight_bytes());
+  const double read_ms = graph_ms(
+      [&](cudaStream_t s) {
+        for (int l = 0; l < kLayers; ++l)
+          for (const auto& f : fams) read_pass(*f, l, sink, s);
+        read_pass(head, 0, sink, s);
+      },
+      1, 10);
+  std::printf(
+      "  the same %d matrices, one read-only pass each: %.3f ms (%.1f%% of copy): the floor of "
+      "one kernel per matrix\n",
+      kLayers * static_cast<int>(fams.size()) + 1, read_ms,
+      100 * wbytes / read_ms / 1e6 / c.copy_gbs);
+  cudaFree(sink);
 }
 
 void small_kernels_in_graph() {

@@ -38,38 +38,31 @@ void gemv_bench(const Ceilings& c, bool quick) {
       double best_ms = 1e30, def_ms = 0;
       kernels::GemvConfig best{};
       std::string all;
-      for (int tiles : {1, 2}) {
-        if (s.epi == GemvEpilogue::kSiluMulBf16 && tiles == 1) continue;
-        for (int warps : {4, 8, 16}) {
-          for (int unroll : {0, 2, 4, 8}) {
-            const kernels::GemvConfig cfg{tiles, warps, unroll};
-            if (!kernels::gemv_config_valid(cfg)) continue;
-            const bool is_def = tiles == def.tiles && warps == def.warps && unroll == def.unroll;
-            // --quick: the reference and the grouped variants at its shape.
-            if (quick && !(tiles == def.tiles && warps == def.warps)) continue;
-            int it = 0;
-            const double ms = median_ms(
-                [&] {
-                  if (!kernels::gemv_w8a16(in.args(it++, batch), cfg, nullptr)) std::exit(1);
-                },
-                40);
-            if (ms < best_ms) {
-              best_ms = ms;
-              best = cfg;
-            }
-            if (is_def) def_ms = ms;
-            char one[48];
-            std::snprintf(one, sizeof one, " t%dw%du%d:%.1f", tiles, warps, unroll, ms * 1e3);
-            all += one;
-          }
+      for (const kernels::GemvConfig& cfg : kernels::gemv_configs(s.epi)) {
+        const bool at_def = cfg.tiles == def.tiles && cfg.warps == def.warps;
+        const bool is_def = at_def && cfg.unroll == def.unroll && !cfg.pipelined;
+        // --quick: the reference and the other variants at its shape.
+        if (quick && !at_def) continue;
+        int it = 0;
+        const double ms = median_ms(
+            [&] {
+              if (!kernels::gemv_w8a16(in.args(it++, batch), cfg, nullptr)) std::exit(1);
+            },
+            40);
+        if (ms < best_ms) {
+          best_ms = ms;
+          best = cfg;
         }
+        if (is_def) def_ms = ms;
+        char one[48];
+        std::snprintf(one, sizeof one, " %s:%.1f", kernels::describe(cfg).c_str(), ms * 1e3);
+        all += one;
       }
       const double bytes = in.bytes_read();
-      char cfgs[32];
-      std::snprintf(cfgs, sizeof cfgs, "t%dw%du%d", best.tiles, best.warps, best.unroll);
+      const std::string cfgs = kernels::describe(best);
       std::printf(
           "  %-22s %5d %-10s %9.1f %8.0f %6.1f%% %6.1f%%   (t%dw%du%d: %.1f us, %.0f GB/s)\n",
-          s.name, batch, cfgs, best_ms * 1e3, bytes / best_ms / 1e6,
+          s.name, batch, cfgs.c_str(), best_ms * 1e3, bytes / best_ms / 1e6,
           100.0 * bytes / best_ms / 1e6 / c.copy_gbs, 100.0 * bytes / best_ms / 1e6 / c.read_gbs,
           def.tiles, def.warps, def.unroll, def_ms * 1e3, bytes / def_ms / 1e6);
       if (batch == 1) std::printf("    all (us):%s\n", all.c_str());
