@@ -1,5 +1,5 @@
-// Device helpers shared by the kernel families: bf16 packing, the int8 -> bf16
-// conversion used by the weight-only GEMV, warp/block reductions.
+// Device helpers shared by the kernel families: bf16 packing, int8 -> bf16 and
+// int8 -> fp16 conversions, tensor-core mmas, warp/block reductions.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -71,6 +71,38 @@ __device__ __forceinline__ void int8x4_to_bf16x2(uint32_t w, uint32_t& lo, uint3
   const float f3 = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7443)) - kBias;
   lo = pack_bf16x2(f0, f1);
   hi = pack_bf16x2(f2, f3);
+}
+
+// Four int8 (one word) to two f16x2 registers, exactly, in half the
+// instructions of the bf16 route above: 1024 + (x + 128) is an fp16 whose
+// 10-bit mantissa holds x + 128 (bf16's 7 bits cannot), built for a pair
+// with one byte permute, and one packed subtraction takes 1152 off both.
+__device__ __forceinline__ void int8x4_to_f16x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  const uint32_t u = w ^ 0x80808080u;
+  constexpr uint32_t kBias = 0x64806480u;  // {1152, 1152} in fp16
+  lo = __byte_perm(u, 0x64646464u, 0x7150);
+  hi = __byte_perm(u, 0x64646464u, 0x7352);
+  asm("sub.rn.f16x2 %0, %0, %1;" : "+r"(lo) : "r"(kBias));
+  asm("sub.rn.f16x2 %0, %0, %1;" : "+r"(hi) : "r"(kBias));
+}
+
+// A bf16 pair to an fp16 pair, each multiplied by `scale` first (a power of
+// two, so exact while the result is a normal fp16).
+__device__ __forceinline__ uint32_t bf16x2_to_f16x2(uint32_t v, float scale) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(bf16_hi(v) * scale), "f"(bf16_lo(v) * scale));
+  return r;
+}
+
+// c += A B on the tensor cores: A 16x16 row-major, B 16x8 column-major,
+// fp16 in, fp32 out (m16n8k16); fragments as in mma_bf16_16816 below.
+__device__ __forceinline__ void mma_f16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                              uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 // c += A B on the tensor cores: A 16x16 row-major, B 16x8 column-major,

@@ -2,7 +2,8 @@
 // (+ bias[r]) for batch 1..8 per pass (larger batches run in passes of 8).
 // W is int8 [rows, cols] row-major with one fp32 scale per row; x is bf16.
 // Every weight byte is read once per pass, whatever the batch: the batch is
-// the N=8 side of a bf16 tensor-core mma, the weights the M=16 side.
+// the N=8 side of an fp16 tensor-core mma (x converted on the fly), the
+// weights the M=16 side.
 #pragma once
 
 #include <cuda_bf16.h>

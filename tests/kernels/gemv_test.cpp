@@ -2,6 +2,8 @@
 // sizes, every epilogue and every launch configuration.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <tuple>
 
 #include "device_buffer.h"
@@ -206,6 +208,54 @@ TEST(Gemv, EveryVariantAtEdgeSizes) {
   check({2 * 160, 64, 3, true}, GemvEpilogue::kSiluMulBf16, silu);
   check({2 * 16, 40, 9, false}, GemvEpilogue::kSiluMulBf16, silu);
   check({2 * 48, 208, 8, true}, GemvEpilogue::kSiluMulBf16, silu);
+}
+
+// The kernels multiply in fp16 with the activations scaled by 2^-4 (see
+// gemv_w8a16.cu): activations up to 2^20 must stay finite, those of at least
+// 2^-12 must be exact, and each smaller one may be off by at most 2^-21. So
+// every output may differ from the exact result by that bound summed over
+// its row, plus fp32 summation error (4e-6 of the row's sum of |w x|), and
+// by no more. Checked for every
+// launch shape with activations of every magnitude (2^-30 to 2^19, random
+// signs) and with small ones (|x| <= 1e-3, the scale of a norm with small
+// weights).
+TEST(Gemv, ActivationsOfEveryMagnitude) {
+  const Problem p{96, 3584, 3, true};
+  std::mt19937_64 rng(test_seed() ^ 0x5ca1e);
+  Host h = make_host(p, rng);
+  auto fill = [&](auto&& draw) {
+    for (auto& v : h.x) v = ref::to_bf16(draw());
+  };
+  std::uniform_real_distribution<float> exponent(-30.0f, 19.0f), small(-1e-3f, 1e-3f);
+  std::bernoulli_distribution negative(0.5);
+  const std::function<float()> draws[] = {
+      [&] { return (negative(rng) ? -1.0f : 1.0f) * std::exp2(exponent(rng)); },
+      [&] { return small(rng); }};
+  for (const auto& draw : draws) {
+    fill(draw);
+    const auto want = expected(p, h, GemvEpilogue::kStoreF32, nullptr);
+    std::vector<double> bound(want.size());
+    for (int b = 0; b < p.batch; ++b)
+      for (int r = 0; r < p.rows; ++r) {
+        double tiny = 0.0, mag = 0.0;
+        for (int k = 0; k < p.cols; ++k) {
+          const double w = std::abs(h.q[static_cast<size_t>(r) * p.cols + k]);
+          const double x = std::abs(ref::bf16(h.x[static_cast<size_t>(b) * p.cols + k]));
+          if (x < std::exp2(-12.0)) tiny += w;
+          mag += w * x;
+        }
+        bound[static_cast<size_t>(b) * p.rows + r] =
+            h.scale[r] * (tiny * std::exp2(-21.0) + 4e-6 * mag) + 1e-6;
+      }
+    for (const auto& cfg : kernels::gemv_configs(GemvEpilogue::kStoreF32)) {
+      const auto got = run(p, h, GemvEpilogue::kStoreF32, &cfg, nullptr);
+      int bad = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        if (!std::isfinite(got[i]) || std::abs(got[i] - want[i]) > bound[i]) ++bad;
+      EXPECT_EQ(bad, 0) << kernels::describe(cfg) << ": first output " << got[0] << " against "
+                        << want[0] << " +- " << bound[0];
+    }
+  }
 }
 
 TEST(Gemv, LmHeadShapeGroupedVariant) {
