@@ -11,12 +11,12 @@ using detail::int8x4_to_f16x2;
 using detail::mma_f16_16816;
 
 // The multiplication runs in fp16, not bf16: int8 weights convert to fp16
-// in half the instructions (see int8x4_to_f16x2), which measured 3-8 % faster
-// GEMVs on the H200, and both are exact for int8. The bf16 activations are
-// scaled by 2^-4 on the way to fp16, so values below 2^20 stay finite; the
-// conversion is exact for |x| >= 2^-12 and off by at most 2^-21 below, and
-// the products are summed in fp32 as before. reduce_and_store undoes the
-// scale.
+// in half the instructions (see int8x4_to_f16x2), and both are exact for
+// int8. On the H200 that made the GEMVs 1-8 % faster and decode 5 % faster
+// (docs/BENCHMARKS.md). The bf16 activations are scaled by 2^-4 on the way
+// to fp16, so values below 2^20 stay finite; the conversion is exact for
+// |x| >= 2^-12 and off by at most 2^-21 below, and the products are summed
+// in fp32 as before. reduce_and_store undoes the scale.
 constexpr float kXScale = 0.0625f, kXUnscale = 16.0f;
 
 // One K chunk is 64 columns: lane (g, t) of a warp (g = lane / 4, t = lane % 4)
