@@ -131,9 +131,27 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   __shared__ float m_s[kHeads], l_s[kHeads], corr_s[kHeads];
   __shared__ __align__(16) __nv_bfloat16 new_k[kAttentionMaxHeadDim], new_v[kAttentionMaxHeadDim];
 
-  // The first chunk is on its way, and the rotation table built, before
-  // the queries are read.
+  // The step's metadata, this thread's query inputs and its rotation
+  // frequency are independent loads, issued together before the first
+  // chunk's copies (whose asm orders everything after it): one round trip
+  // to L2 instead of one per load.
   const int n = a.context_lens[b];
+  const float position = static_cast<float>(r.positions[b]);
+  const float* row = ra.qkv + static_cast<size_t>(b) * ra.ld_qkv;
+  constexpr int kQueryLoads = (kHeads * kMaxHalf + kThreads - 1) / kThreads;
+  float qx1[kQueryLoads], qx2[kQueryLoads];
+#pragma unroll
+  for (int j = 0; j < kQueryLoads; ++j) {
+    const int idx = threadIdx.x + j * kThreads, g = idx / half, i = idx % half;
+    const bool live = idx < kHeads * half && g < G;
+    qx1[j] = live ? row[(kvh * G + g) * D + i] : 0.0f;
+    qx2[j] = live ? row[(kvh * G + g) * D + i + half] : 0.0f;
+  }
+  const float freq =
+      threadIdx.x < half ? detail::rope_inv_freq(r.inv_freq, r.rope_theta, threadIdx.x, D) : 0.0f;
+
+  // The first chunk is on its way, and the rotation table built, before
+  // the queries are rotated.
   const int per = (n + C - 1) / C;
   const int k0 = min(n, rank * per), k1 = min(n, k0 + per);
   const int nchunks = (k1 - k0 + kChunk - 1) / kChunk;
@@ -142,7 +160,12 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   const int skip = owns_new ? new_key : -1;
   if (nchunks > 0) stage_chunk(a, b, kvh, k0, min(k1, k0 + kChunk), skip, ks, kbuf(0), vbuf(0));
   cp_async_commit();
-  detail::rope_table(static_cast<float>(r.positions[b]), r.inv_freq, r.rope_theta, D, cos_t, sin_t);
+  if (threadIdx.x < half) {
+    float sn, cs;
+    sincosf(position * freq, &sn, &cs);
+    cos_t[threadIdx.x] = cs;
+    sin_t[threadIdx.x] = sn;
+  }
   if (threadIdx.x < kHeads) {
     m_s[threadIdx.x] = -INFINITY;
     l_s[threadIdx.x] = 0.0f;
@@ -151,13 +174,13 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
 
   // Queries rotated and rounded to bf16, as rope_kv_write stores them; the
   // padding heads are zero.
-  const float* row = ra.qkv + static_cast<size_t>(b) * ra.ld_qkv;
-  for (int idx = threadIdx.x; idx < kHeads * half; idx += kThreads) {
-    const int g = idx / half, i = idx % half;
+#pragma unroll
+  for (int j = 0; j < kQueryLoads; ++j) {
+    const int idx = threadIdx.x + j * kThreads, g = idx / half, i = idx % half;
+    if (idx >= kHeads * half) break;
     __nv_bfloat16 lo = __float2bfloat16(0.0f), hi = lo;
     if (g < G) {
-      const float* x = row + (kvh * G + g) * D;
-      const float2 rot = detail::rope_rotate(x[i], x[i + half], cos_t[i], sin_t[i]);
+      const float2 rot = detail::rope_rotate(qx1[j], qx2[j], cos_t[i], sin_t[i]);
       lo = __float2bfloat16(rot.x);
       hi = __float2bfloat16(rot.y);
     }
@@ -309,21 +332,35 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   // This block's share of the G * D outputs: rescale each block's sums to
   // the common maximum, add, normalise. A block without keys has m = -inf
   // and weighs nothing; with no keys at all the output is zero.
+  // Every block's maxima and sums come over in one round of remote loads
+  // and each block's weight exp(m_k - max) is computed once per head, so
+  // the outputs need one more round (their C partial sums) rather than
+  // reading every remote statistic per output in dependent batches.
+  // weight[k][g]: block k's maximum for head g, then its weight.
+  __shared__ float weight[C][kHeads], l_all[C][kHeads];
+  for (int i = threadIdx.x; i < C * G; i += kThreads) {
+    const int k = i / G, g = i % G;
+    weight[k][g] = cluster.map_shared_rank(m_s, k)[g];
+    l_all[k][g] = cluster.map_shared_rank(l_s, k)[g];
+  }
+  __syncthreads();
+  if (threadIdx.x < G) {
+    const int g = threadIdx.x;
+    float mmax = -INFINITY;
+    for (int k = 0; k < C; ++k) mmax = fmaxf(mmax, weight[k][g]);
+    for (int k = 0; k < C; ++k) weight[k][g] = mmax == -INFINITY ? 0.0f : expf(weight[k][g] - mmax);
+  }
+  __syncthreads();
   for (int idx = rank * kThreads + threadIdx.x; idx < G * D; idx += C * kThreads) {
     const int g = idx / D, d = idx % D;
-    // The maxima are read twice rather than held, and the loops only
-    // partly unrolled: fully unrolled, C = 16 spilled at two blocks per SM.
-    float mmax = -INFINITY;
-#pragma unroll 4
-    for (int k = 0; k < C; ++k) mmax = fmaxf(mmax, cluster.map_shared_rank(m_s, k)[g]);
+    float part[C];
+#pragma unroll
+    for (int k = 0; k < C; ++k) part[k] = cluster.map_shared_rank(acc_out, k)[idx];
     float num = 0.0f, den = 0.0f;
-    if (mmax != -INFINITY) {
-#pragma unroll 4
-      for (int k = 0; k < C; ++k) {
-        const float w = expf(cluster.map_shared_rank(m_s, k)[g] - mmax);
-        num += w * cluster.map_shared_rank(acc_out, k)[idx];
-        den += w * cluster.map_shared_rank(l_s, k)[g];
-      }
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      num += weight[k][g] * part[k];
+      den += weight[k][g] * l_all[k][g];
     }
     a.out[(static_cast<size_t>(b) * H + kvh * G + g) * D + d] =
         __float2bfloat16(den > 0.0f ? num / den : 0.0f);
