@@ -134,7 +134,8 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   // The step's metadata, this thread's query inputs and its rotation
   // frequency are independent loads, issued together before the first
   // chunk's copies (whose asm orders everything after it): one round trip
-  // to L2 instead of one per load.
+  // to L2 instead of one per load. Reading qkv this early relies on the
+  // kernel being launched normally, never under PDL (RopeAttentionArgs).
   const int n = a.context_lens[b];
   const float position = static_cast<float>(r.positions[b]);
   const float* row = ra.qkv + static_cast<size_t>(b) * ra.ld_qkv;
@@ -160,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   const int skip = owns_new ? new_key : -1;
   if (nchunks > 0) stage_chunk(a, b, kvh, k0, min(k1, k0 + kChunk), skip, ks, kbuf(0), vbuf(0));
   cp_async_commit();
-  if (threadIdx.x < half) {
+  if (threadIdx.x < half) {  // detail::rope_table's values
     float sn, cs;
     sincosf(position * freq, &sn, &cs);
     cos_t[threadIdx.x] = cs;
