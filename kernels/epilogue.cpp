@@ -14,13 +14,6 @@ Status residual_add_scaled(const float* c, int ldc, const float* scale, const fl
   return ok();
 }
 
-Status add_second_half(float* y, size_t n, cudaStream_t stream) {
-  if (n == 0) return ok();
-  if (!y) return make_error(Errc::kInvalidArgument, "add_second_half: null pointer");
-  CUDA_CHECK(detail::add_second_half_launch(y, n, stream));
-  return ok();
-}
-
 Status silu_mul_scaled(const float* c, int ldc, const float* scale, const float* bias,
                        __nv_bfloat16* out, int tokens, int inter, cudaStream_t stream) {
   if (tokens <= 0 || inter <= 0 || inter % 16 != 0 || ldc < 2 * inter)

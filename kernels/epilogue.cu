@@ -33,12 +33,6 @@ __global__ void silu_mul_kernel(const float* __restrict__ c, int ldc,
   }
 }
 
-__global__ void add_second_half_kernel(float* __restrict__ y, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    y[i] += y[n + i];
-}
-
 int blocks_for(int n) {
   return (n + 255) / 256 < 64 ? (n + 255) / 256 : 64;
 }
@@ -46,11 +40,6 @@ int blocks_for(int n) {
 }  // namespace
 
 namespace detail {
-
-cudaError_t add_second_half_launch(float* y, size_t n, cudaStream_t stream) {
-  add_second_half_kernel<<<1024, 256, 0, stream>>>(y, n);
-  return cudaGetLastError();
-}
 
 cudaError_t residual_add_launch(const float* c, int ldc, const float* scale, const float* bias,
                                 float* resid, int tokens, int n, cudaStream_t stream) {

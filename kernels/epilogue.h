@@ -23,13 +23,9 @@ Status residual_add_scaled(const float* c, int ldc, const float* scale, const fl
 Status silu_mul_scaled(const float* c, int ldc, const float* scale, const float* bias,
                        __nv_bfloat16* out, int tokens, int inter, cudaStream_t stream);
 
-// y[i] += y[n + i] for i < n: sums the logits of the hi and lo halves of a
-// split activation (see rmsnorm_f32_to_bf16).
-Status add_second_half(float* y, size_t n, cudaStream_t stream);
 #endif
 
 namespace detail {
-cudaError_t add_second_half_launch(float* y, size_t n, cudaStream_t stream);
 cudaError_t residual_add_launch(const float* c, int ldc, const float* scale, const float* bias,
                                 float* resid, int tokens, int n, cudaStream_t stream);
 cudaError_t silu_mul_launch(const float* c, int ldc, const float* scale, const float* bias,

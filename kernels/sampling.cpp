@@ -15,4 +15,17 @@ Status sample_tokens(const float* logits, int ld, int batch, int vocab, const Sa
   return ok();
 }
 
+Status sample_tokens_from_halves(float* logits, int batch, int vocab, const SamplingSlot* slots,
+                                 float* scratch, HeadPartial* partials, SampleResult* results,
+                                 cudaStream_t stream) {
+  if (batch <= 0 || vocab <= 0)
+    return make_error(Errc::kInvalidArgument,
+                      "sample_tokens_from_halves: bad shape batch={} vocab={}", batch, vocab);
+  if (!logits || !slots || !scratch || !partials || !results)
+    return make_error(Errc::kInvalidArgument, "sample_tokens_from_halves: null pointer");
+  CUDA_CHECK(detail::sample_halves_launch(logits, batch, vocab, slots, scratch, partials, results,
+                                          stream));
+  return ok();
+}
+
 }  // namespace ringserve::kernels

@@ -5,6 +5,8 @@ namespace ringserve::kernels {
 namespace {
 
 constexpr int kThreads = 1024;
+constexpr int kPartialThreads = 256;
+static_assert(kHeadSlices <= kThreads);
 constexpr float kFixedOne = 1099511627776.0f;  // 2^40
 
 __device__ __forceinline__ uint64_t mix64(uint64_t z) {
@@ -36,7 +38,7 @@ __device__ ArgMax block_argmax(ArgMax a, ArgMax* scratch) {
   __syncthreads();
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a;
   __syncthreads();
-  a = threadIdx.x < kThreads / 32 ? scratch[threadIdx.x] : ArgMax{-INFINITY, 0x7fffffff};
+  a = threadIdx.x < blockDim.x / 32 ? scratch[threadIdx.x] : ArgMax{-INFINITY, 0x7fffffff};
   if (threadIdx.x < 32) {
     for (int o = 16; o > 0; o >>= 1) {
       ArgMax b{__shfl_xor_sync(0xffffffffu, a.v, o), __shfl_xor_sync(0xffffffffu, a.i, o)};
@@ -149,10 +151,39 @@ __device__ void keep_top(float* p, int V, uint32_t tau, uint64_t need, uint64_t*
   __syncthreads();
 }
 
+// The head's hi and lo halves summed in place (row b += row batch + b), and
+// per slice of the vocabulary its largest logit (lowest id on ties) and the
+// sum of exp(logit - that maximum): the two passes over the logits that
+// every sampled token needs, spread over kHeadSlices blocks a row instead
+// of the one block that samples.
+__global__ void __launch_bounds__(kPartialThreads)
+    head_partials_kernel(float* __restrict__ logits, int V, int batch,
+                         HeadPartial* __restrict__ partials) {
+  __shared__ float fred[32];
+  __shared__ ArgMax ared[32];
+  const int b = blockIdx.y, slice = blockIdx.x;
+  const int per = (V + kHeadSlices - 1) / kHeadSlices;
+  const int begin = min(V, slice * per), end = min(V, begin + per);
+  float* hi = logits + static_cast<size_t>(b) * V;
+  const float* lo = logits + static_cast<size_t>(batch + b) * V;
+  ArgMax best{-INFINITY, 0x7fffffff};
+  for (int i = begin + threadIdx.x; i < end; i += kPartialThreads) {
+    const float v = hi[i] + lo[i];
+    hi[i] = v;
+    best = better(best, ArgMax{v, i});
+  }
+  best = block_argmax(best, ared);
+  float z = 0.0f;
+  if (best.v > -INFINITY)
+    for (int i = begin + threadIdx.x; i < end; i += kPartialThreads) z += expf(hi[i] - best.v);
+  z = detail::block_sum(z, fred);
+  if (threadIdx.x == 0) partials[b * kHeadSlices + slice] = HeadPartial{best.v, best.i, z};
+}
+
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* __restrict__ logits, int ld, int V,
                   const SamplingSlot* __restrict__ slots, float* __restrict__ scratch,
-                  SampleResult* __restrict__ results) {
+                  const HeadPartial* __restrict__ partials, SampleResult* __restrict__ results) {
   __shared__ float fred[32];
   __shared__ ArgMax ared[32];
   __shared__ unsigned long long hist[256];
@@ -166,13 +197,23 @@ __global__ void __launch_bounds__(kThreads)
   float* p = scratch + static_cast<size_t>(b) * V;
   const SamplingSlot s = slots[b];
 
+  // The maximum (the greedy token) and the log-sum-exp: merged from the
+  // slices' partials when head_partials_kernel ran, else two passes here.
   ArgMax best{-INFINITY, 0x7fffffff};
-  for (int i = threadIdx.x; i < V; i += kThreads) best = better(best, ArgMax{l[i], i});
-  best = block_argmax(best, ared);
-  const float m = best.v;
   float z = 0.0f;
-  for (int i = threadIdx.x; i < V; i += kThreads) z += expf(l[i] - m);
+  if (partials) {
+    const HeadPartial* pr = partials + b * kHeadSlices;
+    const HeadPartial mine =
+        threadIdx.x < kHeadSlices ? pr[threadIdx.x] : HeadPartial{-INFINITY, 0x7fffffff, 0.0f};
+    best = block_argmax(ArgMax{mine.m, mine.i}, ared);
+    if (mine.m > -INFINITY) z = mine.z * expf(mine.m - best.v);
+  } else {
+    for (int i = threadIdx.x; i < V; i += kThreads) best = better(best, ArgMax{l[i], i});
+    best = block_argmax(best, ared);
+    for (int i = threadIdx.x; i < V; i += kThreads) z += expf(l[i] - best.v);
+  }
   z = detail::block_sum(z, fred);
+  const float m = best.v;
   const float lse = m + logf(z);
 
   int token = best.i;
@@ -273,7 +314,19 @@ namespace detail {
 cudaError_t sample_launch(const float* logits, int ld, int batch, int vocab,
                           const SamplingSlot* slots, float* scratch, SampleResult* results,
                           cudaStream_t stream) {
-  sample_kernel<<<batch, kThreads, 0, stream>>>(logits, ld, vocab, slots, scratch, results);
+  sample_kernel<<<batch, kThreads, 0, stream>>>(logits, ld, vocab, slots, scratch, nullptr,
+                                                results);
+  return cudaGetLastError();
+}
+
+cudaError_t sample_halves_launch(float* logits, int batch, int vocab, const SamplingSlot* slots,
+                                 float* scratch, HeadPartial* partials, SampleResult* results,
+                                 cudaStream_t stream) {
+  head_partials_kernel<<<dim3(kHeadSlices, batch), kPartialThreads, 0, stream>>>(logits, vocab,
+                                                                                 batch, partials);
+  if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  sample_kernel<<<batch, kThreads, 0, stream>>>(logits, vocab, vocab, slots, scratch, partials,
+                                                results);
   return cudaGetLastError();
 }
 

@@ -44,17 +44,40 @@ struct SampleResult {
   float top_logprobs[kMaxTopLogprobs];
 };
 
+// Per row and slice of the vocabulary: the largest logit, its id and the sum
+// of exp(logit - largest) over the slice (see sample_tokens_from_halves).
+struct HeadPartial {
+  float m;
+  int32_t i;
+  float z;
+};
+constexpr int kHeadSlices = 64;
+
 #ifndef __CUDACC__
 // logits [batch, ld] fp32; slots [batch] and results [batch] in device (or
 // mapped host) memory; scratch: batch * vocab floats of device memory.
 Status sample_tokens(const float* logits, int ld, int batch, int vocab, const SamplingSlot* slots,
                      float* scratch, SampleResult* results, cudaStream_t stream);
+
+// The same for the head's output as two halves, logits [2 * batch, vocab]
+// (row batch + b holds the part of row b that one bf16 rounding of the
+// head's input would lose): each row b becomes the fp32 sum of the two
+// first, in place. The maximum and the
+// log-sum-exp come from kHeadSlices blocks a row (partials: batch *
+// kHeadSlices of device memory) instead of the one block that samples, so
+// a greedy step no longer waits for one SM to read the vocabulary twice.
+Status sample_tokens_from_halves(float* logits, int batch, int vocab, const SamplingSlot* slots,
+                                 float* scratch, HeadPartial* partials, SampleResult* results,
+                                 cudaStream_t stream);
 #endif
 
 namespace detail {
 cudaError_t sample_launch(const float* logits, int ld, int batch, int vocab,
                           const SamplingSlot* slots, float* scratch, SampleResult* results,
                           cudaStream_t stream);
+cudaError_t sample_halves_launch(float* logits, int batch, int vocab, const SamplingSlot* slots,
+                                 float* scratch, HeadPartial* partials, SampleResult* results,
+                                 cudaStream_t stream);
 }  // namespace detail
 
 }  // namespace ringserve::kernels

@@ -36,10 +36,9 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
                                                 GemvEpilogue::kStoreF32, kernels_.pdl),
                                       m_.lm_head().gemv, stream));
   }
-  RS_TRY_STATUS(
-      kernels::add_second_half(ws_.logits, static_cast<size_t>(rows) * c.vocab_size, stream));
-  return kernels::sample_tokens(ws_.logits, c.vocab_size, rows, c.vocab_size, ws_.dev_meta.sampling,
-                                ws_.sample_scratch, ws_.sample_out, stream);
+  return kernels::sample_tokens_from_halves(ws_.logits, rows, c.vocab_size, ws_.dev_meta.sampling,
+                                            ws_.sample_scratch, ws_.head_partials, ws_.sample_out,
+                                            stream);
 }
 
 // RoPE + KV write of layer `layer` for `ntok` rows of the step metadata.

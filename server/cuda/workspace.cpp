@@ -13,8 +13,8 @@ namespace {
 
 // Offsets of every buffer inside the one device allocation.
 struct Layout {
-  size_t resid, xn, qkv, gemm, q, k, v, attn, act, logits, scratch, po, pml, counters, freq, scores,
-      probs, ptrs, deq, cublas, total;
+  size_t resid, xn, qkv, gemm, q, k, v, attn, act, logits, scratch, head, po, pml, counters, freq,
+      scores, probs, ptrs, deq, cublas, total;
 };
 
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;
@@ -40,6 +40,7 @@ Layout layout(const model::ModelConfig& c, const Limits& L, bool dequant_buffer)
   o.act = a.reserve(2 * rows * I);
   o.logits = a.reserve(4 * 2 * B * V);
   o.scratch = a.reserve(4 * B * V);
+  o.head = a.reserve(sizeof(kernels::HeadPartial) * B * kernels::kHeadSlices);
   o.po = a.reserve(4 * B * c.num_heads * L.max_splits * c.head_dim);
   o.pml = a.reserve(4 * B * c.num_heads * L.max_splits * 2);
   o.counters = a.reserve(4 * B * c.num_kv_heads);
@@ -103,6 +104,7 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
   w.act = reinterpret_cast<__nv_bfloat16*>(base + o.act);
   w.logits = reinterpret_cast<float*>(base + o.logits);
   w.sample_scratch = reinterpret_cast<float*>(base + o.scratch);
+  w.head_partials = reinterpret_cast<kernels::HeadPartial*>(base + o.head);
   w.partial_o = reinterpret_cast<float*>(base + o.po);
   w.partial_ml = reinterpret_cast<float*>(base + o.pml);
   w.split_counters = reinterpret_cast<int*>(base + o.counters);

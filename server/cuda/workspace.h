@@ -68,11 +68,12 @@ struct Workspace {
   __nv_bfloat16* q = nullptr;   // [rows][q_dim]
   __nv_bfloat16* k = nullptr;   // [max_prefill][kv_dim]: this prompt's keys
   __nv_bfloat16* v = nullptr;
-  __nv_bfloat16* attn = nullptr;    // [rows][q_dim]
-  __nv_bfloat16* act = nullptr;     // [rows][inter]
-  float* logits = nullptr;          // [2*max_batch][vocab]: hi and lo halves
-  float* sample_scratch = nullptr;  // [max_batch][vocab]
-  float* partial_o = nullptr;       // decode attention splits
+  __nv_bfloat16* attn = nullptr;                  // [rows][q_dim]
+  __nv_bfloat16* act = nullptr;                   // [rows][inter]
+  float* logits = nullptr;                        // [2*max_batch][vocab]: hi and lo halves
+  float* sample_scratch = nullptr;                // [max_batch][vocab]
+  kernels::HeadPartial* head_partials = nullptr;  // [max_batch][kHeadSlices]
+  float* partial_o = nullptr;                     // decode attention splits
   float* partial_ml = nullptr;
   int* split_counters = nullptr;   // [max_batch][kv_heads], zeroed once; fused attention
   float* rope_inv_freq = nullptr;  // [head_dim / 2], model::rope_inv_freq()

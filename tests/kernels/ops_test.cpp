@@ -291,13 +291,6 @@ TEST(Epilogue, ResidualAddAndSiluMul) {
     }
   EXPECT_LT(ref::rel_l2(o, w2), 5e-3);
   EXPECT_FALSE(kernels::silu_mul_scaled(dc.get(), N, ds.get(), nullptr, bf(out), T, 50, nullptr));
-
-  // add_second_half folds the lo-half logits into the hi half.
-  auto halves = ref::random_f32(2 * 1000, rng, -5.0f, 5.0f);
-  DeviceBuffer<float> dh(halves);
-  ASSERT_TRUE(kernels::add_second_half(dh.get(), 1000, nullptr));
-  auto h = dh.download();
-  for (int i = 0; i < 1000; ++i) ASSERT_EQ(h[i], halves[i] + halves[1000 + i]);
 }
 
 TEST(Quantize, Int8ToBf16IsExact) {

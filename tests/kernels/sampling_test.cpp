@@ -18,6 +18,27 @@ namespace {
 using kernels::SampleResult;
 using kernels::SamplingSlot;
 
+// The engine's path: logits as the head's two halves, summed in place, the
+// maximum and log-sum-exp from per-slice partials (sample_tokens_from_halves).
+std::vector<SampleResult> sample_halves(std::vector<float>& halves, int batch, int vocab,
+                                        const std::vector<SamplingSlot>& slots) {
+  DeviceBuffer<float> dl(halves), scratch(static_cast<size_t>(batch) * vocab);
+  DeviceBuffer<kernels::HeadPartial> partials(static_cast<size_t>(batch) * kernels::kHeadSlices);
+  DeviceBuffer<SamplingSlot> ds(slots);
+  DeviceBuffer<SampleResult> out(batch);
+  out.poison();
+  partials.poison();
+  auto st = kernels::sample_tokens_from_halves(dl.get(), batch, vocab, ds.get(), scratch.get(),
+                                               partials.get(), out.get(), nullptr);
+  EXPECT_TRUE(st) << (st ? "" : st.error().to_string());
+  halves = dl.download();
+  return out.download();
+}
+
+// Samples `logits` [batch][vocab] with sample_tokens, and again as halves
+// (the logits and a zero second half) with sample_tokens_from_halves: every
+// test below checks both, which must draw the same tokens and report the
+// same log-probabilities up to the order of their sums.
 std::vector<SampleResult> sample(const std::vector<float>& logits, int batch, int vocab,
                                  const std::vector<SamplingSlot>& slots) {
   DeviceBuffer<float> dl(logits), scratch(static_cast<size_t>(batch) * vocab);
@@ -27,7 +48,20 @@ std::vector<SampleResult> sample(const std::vector<float>& logits, int batch, in
   auto st = kernels::sample_tokens(dl.get(), vocab, batch, vocab, ds.get(), scratch.get(),
                                    out.get(), nullptr);
   EXPECT_TRUE(st) << (st ? "" : st.error().to_string());
-  return out.download();
+  auto r = out.download();
+
+  std::vector<float> halves(logits);
+  halves.resize(2 * logits.size(), 0.0f);
+  const auto h = sample_halves(halves, batch, vocab, slots);
+  for (int b = 0; b < batch; ++b) {
+    EXPECT_EQ(h[b].token, r[b].token) << "row " << b;
+    EXPECT_NEAR(h[b].logprob, r[b].logprob, 1e-5) << "row " << b;
+    for (int k = 0; k < std::min(slots[b].top_logprobs, kernels::kMaxTopLogprobs); ++k) {
+      EXPECT_EQ(h[b].top_ids[k], r[b].top_ids[k]) << "row " << b;
+      EXPECT_NEAR(h[b].top_logprobs[k], r[b].top_logprobs[k], 1e-5) << "row " << b;
+    }
+  }
+  return r;
 }
 
 std::vector<double> log_softmax(const float* l, int n) {
@@ -157,10 +191,55 @@ TEST(Sampling, TemperatureSamplingFollowsTheDistribution) {
   }
 }
 
+// The two halves are summed in fp32 before anything else (the head's hi + lo
+// rows), left summed in place, and the greedy token, its log-probability and
+// the top ids are those of the sums; a vocabulary that does not divide into
+// the slices, and one smaller than their number, included.
+TEST(Sampling, HalvesAreSummedThenSampled) {
+  std::mt19937_64 rng(test_seed());
+  for (const int V : {152064, 1001, 40}) {
+    const int B = 3;
+    auto halves = ref::random_f32(2 * static_cast<size_t>(B) * V, rng, -8.0f, 8.0f);
+    // Row 1's best token only wins once its second half is added.
+    halves[V + 7] = 20.0f;
+    halves[V + V / 2] = 19.0f;
+    halves[static_cast<size_t>(B + 1) * V + 7] = 0.0f;
+    halves[static_cast<size_t>(B + 1) * V + V / 2] = 2.5f;
+    std::vector<float> sums(static_cast<size_t>(B) * V);
+    for (size_t i = 0; i < sums.size(); ++i) sums[i] = halves[i] + halves[sums.size() + i];
+    SamplingSlot greedy;
+    greedy.top_logprobs = 3;
+    std::vector<SamplingSlot> slots(B, greedy);
+    slots[2].temperature = 0.8f;
+    slots[2].seed = 5;
+    auto got = sample_halves(halves, B, V, slots);
+    for (size_t i = 0; i < sums.size(); ++i) ASSERT_EQ(halves[i], sums[i]) << "V=" << V << " " << i;
+    const auto want = sample(sums, B, V, slots);
+    EXPECT_EQ(got[1].token, V / 2) << "V=" << V;
+    for (int b = 0; b < B; ++b) {
+      EXPECT_EQ(got[b].token, want[b].token) << "V=" << V << " row " << b;
+      const auto lp = log_softmax(sums.data() + static_cast<size_t>(b) * V, V);
+      EXPECT_NEAR(got[b].logprob, lp[got[b].token], 1e-4) << "V=" << V << " row " << b;
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(got[b].top_ids[k], want[b].top_ids[k]);
+    }
+  }
+}
+
 TEST(Sampling, RejectsBadShapes) {
   EXPECT_FALSE(kernels::sample_tokens(nullptr, 10, 1, 10, nullptr, nullptr, nullptr, nullptr));
   DeviceBuffer<float> l(10);
   EXPECT_FALSE(kernels::sample_tokens(l.get(), 5, 1, 10, nullptr, nullptr, nullptr, nullptr));
+  l.upload(std::vector<float>(10, 0.0f));
+  DeviceBuffer<float> scratch(10);
+  DeviceBuffer<SamplingSlot> slot(std::vector<SamplingSlot>(1));
+  DeviceBuffer<kernels::HeadPartial> partials(kernels::kHeadSlices);
+  DeviceBuffer<SampleResult> out(1);
+  EXPECT_FALSE(kernels::sample_tokens_from_halves(l.get(), 0, 5, slot.get(), scratch.get(),
+                                                  partials.get(), out.get(), nullptr));
+  EXPECT_FALSE(kernels::sample_tokens_from_halves(l.get(), 1, 5, slot.get(), scratch.get(), nullptr,
+                                                  out.get(), nullptr));
+  EXPECT_TRUE(kernels::sample_tokens_from_halves(l.get(), 1, 5, slot.get(), scratch.get(),
+                                                 partials.get(), out.get(), nullptr));
 }
 
 }  // namespace

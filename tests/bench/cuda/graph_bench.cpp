@@ -21,6 +21,7 @@
 #include "model/rope_frequencies.h"
 #include "norm.h"
 #include "rope_kv.h"
+#include "sampling.h"
 
 namespace ringserve::bench {
 namespace {
@@ -147,6 +148,45 @@ void small_kernels_in_graph() {
     std::printf("  rmsnorm %dx%d: %.2f us\n", rows, H, ms * 1e3);
   }
   for (void* p : {x, w, y}) cudaFree(p);
+
+  // After the head: the greedy token and its log-probability from the
+  // vocabulary's logits, by the one block per row that samples (two passes)
+  // and as the engine runs it, from the head's two halves with the passes
+  // spread over kernels::kHeadSlices blocks a row.
+  const int V = 152064;
+  for (int B : {1, 4}) {
+    void* logits = dmalloc(4 * 2 * static_cast<size_t>(B) * V);
+    fill_random(logits, 4 * 2 * static_cast<size_t>(B) * V, 3);
+    void* scratch = dmalloc(4 * static_cast<size_t>(B) * V);
+    void* partials = dmalloc(sizeof(kernels::HeadPartial) * B * kernels::kHeadSlices);
+    void* results = dmalloc(sizeof(kernels::SampleResult) * B);
+    const std::vector<kernels::SamplingSlot> greedy(B);
+    void* slots = dmalloc(sizeof(kernels::SamplingSlot) * B);
+    check(
+        cudaMemcpy(slots, greedy.data(), sizeof(kernels::SamplingSlot) * B, cudaMemcpyHostToDevice),
+        "slots");
+    auto* l = static_cast<float*>(logits);
+    auto* sl = static_cast<const kernels::SamplingSlot*>(slots);
+    auto* sc = static_cast<float*>(scratch);
+    auto* out = static_cast<kernels::SampleResult*>(results);
+    const double one_ms = graph_ms(
+        [&](cudaStream_t s) {
+          if (!kernels::sample_tokens(l, V, B, V, sl, sc, out, s)) std::exit(1);
+        },
+        kLayers);
+    const double halves_ms = graph_ms(
+        [&](cudaStream_t s) {
+          if (!kernels::sample_tokens_from_halves(
+                  l, B, V, sl, sc, static_cast<kernels::HeadPartial*>(partials), out, s))
+            std::exit(1);
+        },
+        kLayers);
+    std::printf(
+        "  greedy token of %d x %d logits: one block a row %.2f us; from the two halves, %d "
+        "slices a row %.2f us\n",
+        B, V, one_ms * 1e3, kernels::kHeadSlices, halves_ms * 1e3);
+    for (void* p : {logits, scratch, partials, results, slots}) cudaFree(p);
+  }
 
   using A = AttentionInputs;
   for (int ctx : {512, 768, 4096, 16384}) {
