@@ -76,6 +76,17 @@ inline bool gemv_config_valid(const GemvConfig& c) {
 
 GemvConfig default_gemv_config(int rows, int cols, GemvEpilogue epilogue);
 
+// Whether two launch shapes add up every output in the same order, and so
+// give bitwise the same result for every batch row whatever the batch: the
+// same warps splitting K the same way (contiguous ranges in the original
+// kernel, interleaved chunks in the others). The tile count and the unroll
+// only change which loads are in flight together.
+inline bool same_summation_order(const GemvConfig& a, const GemvConfig& b) {
+  const bool a_interleaved = a.unroll > 0 || a.pipelined;
+  const bool b_interleaved = b.unroll > 0 || b.pipelined;
+  return a.warps == b.warps && a_interleaved == b_interleaved;
+}
+
 #ifndef __CUDACC__
 // Every valid launch shape that can serve `epilogue` (gate/up needs two
 // tiles): what the start-up tuner, the tests and the benchmarks enumerate.

@@ -149,7 +149,7 @@ void point(DeviceLinear& l, const char* base, const LinearSlots& s) {
 void shape(DeviceLinear& l, int rows, int cols, kernels::GemvEpilogue epi) {
   l.rows = rows;
   l.cols = cols;
-  l.gemv = kernels::default_gemv_config(rows, cols, epi);
+  l.gemv.single = l.gemv.multi = kernels::default_gemv_config(rows, cols, epi);
 }
 
 }  // namespace

@@ -26,6 +26,15 @@
 
 namespace ringserve::cuda {
 
+// A decode GEMV's launch shapes (gemv_tuning.h picks them): the fastest
+// shape at batch 1 is not the fastest at batch 4 (other loads per thread,
+// other register pressure), so batch 1 and wider batches each get their own.
+struct GemvShapes {
+  kernels::GemvConfig single;  // batch 1
+  kernels::GemvConfig multi;   // batch 2 and up (timed at the engine's widest decode batch)
+  const kernels::GemvConfig& for_batch(int batch) const { return batch <= 1 ? single : multi; }
+};
+
 struct DeviceLinear {
   const int8_t* q = nullptr;
   const float* scale = nullptr;
@@ -33,11 +42,11 @@ struct DeviceLinear {
   const __nv_bfloat16* q_bf16 = nullptr;  // resident prefill copy, or null
   int rows = 0;
   int cols = 0;
-  kernels::GemvConfig gemv;  // decode launch shape (gemv_tuning.h picks it)
+  GemvShapes gemv;  // decode launch shapes
 };
 
 // The launch arguments of a decode GEMV over `l`: out = epi(l · x) for
-// `batch` rows of x. The launch shape (l.gemv) is the caller's to pass.
+// `batch` rows of x. The launch shape (l.gemv.for_batch) is the caller's to pass.
 inline kernels::GemvArgs gemv_args(const DeviceLinear& l, const __nv_bfloat16* x, int batch,
                                    void* out, kernels::GemvEpilogue epi, bool pdl = false) {
   kernels::GemvArgs a;

@@ -34,7 +34,7 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
   } else {
     RS_TRY_STATUS(kernels::gemv_w8a16(gemv_args(m_.lm_head(), ws_.xn, 2 * rows, ws_.logits,
                                                 GemvEpilogue::kStoreF32, kernels_.pdl),
-                                      m_.lm_head().gemv, stream));
+                                      m_.lm_head().gemv.for_batch(rows), stream));
   }
   return kernels::sample_tokens_from_halves(ws_.logits, rows, c.vocab_size, ws_.dev_meta.sampling,
                                             ws_.sample_scratch, ws_.head_partials, ws_.sample_out,
@@ -120,22 +120,22 @@ Status Forward::decode(int batch, cudaStream_t stream, DecodeAttention attention
     if (streamer_) RS_TRY_STATUS(streamer_->before_layer(l, stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.qkv, ws_.xn, batch, ws_.qkv_f32, GemvEpilogue::kStoreF32, kernels_.pdl),
-        layer.qkv.gemv, stream));
+        layer.qkv.gemv.for_batch(batch), stream));
     RS_TRY_STATUS(decode_attention(l, batch, cluster, stream));
     // Not programmatically launched after the cluster attention (see
     // kernels::RopeAttentionArgs: measured slower).
     RS_TRY_STATUS(
         kernels::gemv_w8a16(gemv_args(layer.o, ws_.attn, batch, ws_.resid,
                                       GemvEpilogue::kResidualAddF32, kernels_.pdl && !cluster),
-                            layer.o.gemv, stream));
+                            layer.o.gemv.for_batch(batch), stream));
     RS_TRY_STATUS(kernels::rmsnorm_f32_to_bf16(ws_.resid, layer.post_attention_norm, ws_.xn, batch,
                                                H, eps, nullptr, stream, nullptr, kernels_.pdl));
     RS_TRY_STATUS(kernels::gemv_w8a16(
         gemv_args(layer.gate_up, ws_.xn, batch, ws_.act, GemvEpilogue::kSiluMulBf16, kernels_.pdl),
-        layer.gate_up.gemv, stream));
+        layer.gate_up.gemv.for_batch(batch), stream));
     RS_TRY_STATUS(kernels::gemv_w8a16(gemv_args(layer.down, ws_.act, batch, ws_.resid,
                                                 GemvEpilogue::kResidualAddF32, kernels_.pdl),
-                                      layer.down.gemv, stream));
+                                      layer.down.gemv.for_batch(batch), stream));
     if (streamer_) RS_TRY_STATUS(streamer_->after_layer(l, stream));
   }
   if (streamer_) RS_TRY_STATUS(streamer_->end_pass(stream));

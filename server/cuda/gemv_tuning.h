@@ -6,6 +6,10 @@
 // min(max_batch, 8)) is compared with the reference variant's (the original
 // kernel at its default shape); a candidate that disagrees is logged and
 // never chosen, so a broken variant can cost speed but not correctness.
+// Each GEMV gets two shapes: the fastest at batch 1, and the fastest at the
+// engine's widest decode batch (up to 8) among the shapes that add up in the
+// batch-1 shape's order, so a sequence's logits are bitwise the same
+// whatever it is batched with (kernels::same_summation_order).
 #pragma once
 
 #include <cuda_runtime_api.h>

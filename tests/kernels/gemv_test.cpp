@@ -258,6 +258,49 @@ TEST(Gemv, ActivationsOfEveryMagnitude) {
   }
 }
 
+// The start-up tuner may run one launch shape at batch 1 and another at
+// wider batches, choosing only among shapes that add up in the same order
+// (kernels::same_summation_order), so that a sequence's logits do not depend
+// on what it is batched with. Holds every such pair to that: batch row r of
+// a wide launch of one equals, bit for bit, a batch-1 launch of the other
+// on row r alone.
+TEST(Gemv, ShapesOfOneSummationOrderAreBatchInvariant) {
+  struct Case {
+    Problem p;
+    GemvEpilogue epi;
+  };
+  const Case cases[] = {{{1024, 3584, 4, true}, GemvEpilogue::kStoreF32},
+                        {{256, 18944, 8, false}, GemvEpilogue::kStoreF32},
+                        {{1000, 200, 3, false}, GemvEpilogue::kStoreF32},  // partial chunk
+                        {{2 * 1024, 3584, 4, false}, GemvEpilogue::kSiluMulBf16}};
+  for (const auto& [p, epi] : cases) {
+    std::mt19937_64 rng(test_seed() ^ (p.rows * 31 + p.cols));
+    const Host wide = make_host(p, rng);
+    const int out_cols = epi == GemvEpilogue::kSiluMulBf16 ? p.rows / 2 : p.rows;
+    const auto cfgs = kernels::gemv_configs(epi);
+    for (const int r : {0, p.batch - 1}) {
+      Host one = wide;
+      one.x.assign(wide.x.begin() + static_cast<size_t>(r) * p.cols,
+                   wide.x.begin() + static_cast<size_t>(r + 1) * p.cols);
+      const Problem p1{p.rows, p.cols, 1, p.bias};
+      std::vector<std::vector<double>> singles;
+      for (const auto& c : cfgs) singles.push_back(run(p1, one, epi, &c, nullptr));
+      for (const auto& a : cfgs) {
+        const auto y = run(p, wide, epi, &a, nullptr);
+        for (size_t j = 0; j < cfgs.size(); ++j) {
+          if (!kernels::same_summation_order(a, cfgs[j])) continue;
+          int diff = 0;
+          for (int i = 0; i < out_cols; ++i)
+            diff += y[static_cast<size_t>(r) * out_cols + i] != singles[j][i];
+          EXPECT_EQ(diff, 0) << p.rows << "x" << p.cols << " row " << r << " of batch " << p.batch
+                             << " under " << kernels::describe(a) << " against "
+                             << kernels::describe(cfgs[j]) << " at batch 1";
+        }
+      }
+    }
+  }
+}
+
 TEST(Gemv, LmHeadShapeGroupedVariant) {
   check({152064, 3584, 2, false}, GemvEpilogue::kStoreF32, {GemvConfig{1, 4, 8}});
 }

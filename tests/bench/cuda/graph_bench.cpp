@@ -6,7 +6,9 @@
 // graph: the floor the step's other kernels are added to. Next to each, a
 // plain read-only pass over the same bytes, one kernel per matrix: what a
 // GEMV launched per matrix could reach at best, so the part of the gap to the
-// roofline that no GEMV kernel of this launch structure can close.
+// roofline that no GEMV kernel of this launch structure can close. And the
+// GEMV's loads without its arithmetic, in the row-major layout the weights
+// have and in a tiled one they could have: what the access pattern costs.
 #include <cuda_bf16.h>
 
 #include <cstdio>
@@ -77,8 +79,24 @@ void time_family(Family& f, const Ceilings& c, uint32_t* sink) {
   }
   int i = 0;
   f.read_us = 1e3 * graph_ms([&](cudaStream_t s) { read_pass(f, i++, sink, s); }, reps);
-  std::printf(" | read-only pass %6.1f us %5.1f%%\n", f.read_us,
+  std::printf(" | read-only pass %6.1f us %5.1f%%", f.read_us,
               100 * f.in.weight_bytes() / f.read_us / 1e3 / c.copy_gbs);
+  // The GEMV's loads alone, in its row-major pattern and as if the matrix
+  // were stored in 1 KB tiles: whether the layout, not the arithmetic,
+  // keeps the GEMV from the plain pass.
+  for (const bool tiled : {false, true}) {
+    int k = 0;
+    const double us =
+        1e3 * graph_ms(
+                  [&](cudaStream_t s) {
+                    check(launch_read_gemv_pattern(static_cast<const int8_t*>(f.in.weights(k++)),
+                                                   shape.rows, shape.cols, tiled, sink, s),
+                          "GEMV-pattern read");
+                  },
+                  reps);
+    std::printf(" | %s %6.1f us", tiled ? "tiled loads" : "GEMV loads", us);
+  }
+  std::printf("\n");
 }
 
 void gemv_in_graph(const Ceilings& c) {
