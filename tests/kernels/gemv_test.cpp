@@ -278,20 +278,26 @@ TEST(Gemv, ShapesOfOneSummationOrderAreBatchInvariant) {
     const Host wide = make_host(p, rng);
     const int out_cols = epi == GemvEpilogue::kSiluMulBf16 ? p.rows / 2 : p.rows;
     const auto cfgs = kernels::gemv_configs(epi);
-    for (const int r : {0, p.batch - 1}) {
+    const int rows_checked[] = {0, p.batch - 1};
+    // singles[k][j]: row rows_checked[k] alone under cfgs[j].
+    std::vector<std::vector<double>> singles[2];
+    for (int k = 0; k < 2; ++k) {
+      const int r = rows_checked[k];
       Host one = wide;
       one.x.assign(wide.x.begin() + static_cast<size_t>(r) * p.cols,
                    wide.x.begin() + static_cast<size_t>(r + 1) * p.cols);
       const Problem p1{p.rows, p.cols, 1, p.bias};
-      std::vector<std::vector<double>> singles;
-      for (const auto& c : cfgs) singles.push_back(run(p1, one, epi, &c, nullptr));
-      for (const auto& a : cfgs) {
-        const auto y = run(p, wide, epi, &a, nullptr);
+      for (const auto& c : cfgs) singles[k].push_back(run(p1, one, epi, &c, nullptr));
+    }
+    for (const auto& a : cfgs) {
+      const auto y = run(p, wide, epi, &a, nullptr);
+      for (int k = 0; k < 2; ++k) {
+        const int r = rows_checked[k];
         for (size_t j = 0; j < cfgs.size(); ++j) {
           if (!kernels::same_summation_order(a, cfgs[j])) continue;
           int diff = 0;
           for (int i = 0; i < out_cols; ++i)
-            diff += y[static_cast<size_t>(r) * out_cols + i] != singles[j][i];
+            diff += y[static_cast<size_t>(r) * out_cols + i] != singles[k][j][i];
           EXPECT_EQ(diff, 0) << p.rows << "x" << p.cols << " row " << r << " of batch " << p.batch
                              << " under " << kernels::describe(a) << " against "
                              << kernels::describe(cfgs[j]) << " at batch 1";
