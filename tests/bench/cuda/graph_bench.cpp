@@ -81,20 +81,29 @@ void time_family(Family& f, const Ceilings& c, uint32_t* sink) {
   f.read_us = 1e3 * graph_ms([&](cudaStream_t s) { read_pass(f, i++, sink, s); }, reps);
   std::printf(" | read-only pass %6.1f us %5.1f%%", f.read_us,
               100 * f.in.weight_bytes() / f.read_us / 1e3 / c.copy_gbs);
-  // The GEMV's loads alone, in its row-major pattern and as if the matrix
-  // were stored in 1 KB tiles: whether the layout, not the arithmetic,
-  // keeps the GEMV from the plain pass.
-  for (const bool tiled : {false, true}) {
+  // The GEMV's loads alone (8 warps, 4 chunks in flight each): in its
+  // row-major pattern, as if the matrix were stored in 1 KB tiles, and with
+  // 3 blocks per SM walking the tiles as a persistent kernel would. Whether
+  // the layout or the one-block-per-tile structure, rather than the
+  // arithmetic, keeps the GEMV from the plain pass.
+  struct Probe {
+    const char* name;
+    bool tiled;
+    int blocks_per_sm;
+  };
+  for (const Probe& p :
+       {Probe{"GEMV loads", false, 0}, Probe{"tiled", true, 0}, Probe{"persistent", false, 3}}) {
     int k = 0;
     const double us =
         1e3 * graph_ms(
                   [&](cudaStream_t s) {
                     check(launch_read_gemv_pattern(static_cast<const int8_t*>(f.in.weights(k++)),
-                                                   shape.rows, shape.cols, tiled, sink, s),
+                                                   shape.rows, shape.cols, p.tiled, p.blocks_per_sm,
+                                                   sink, s),
                           "GEMV-pattern read");
                   },
                   reps);
-    std::printf(" | %s %6.1f us", tiled ? "tiled loads" : "GEMV loads", us);
+    std::printf(" | %s %6.1f us", p.name, us);
   }
   std::printf("\n");
 }
