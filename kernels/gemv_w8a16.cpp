@@ -16,22 +16,25 @@ GemvConfig default_gemv_config(int rows, int /*cols*/, GemvEpilogue epilogue) {
   return cfg;
 }
 
-std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue) {
+std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue, bool with_persistent) {
   std::vector<GemvConfig> out;
-  for (bool pipelined : {false, true})
-    for (int tiles : {1, 2})
-      for (int warps : {4, 8, 16})
-        for (int unroll : {0, 2, 4, 8}) {
-          const GemvConfig c{tiles, warps, unroll, pipelined};
-          if (!gemv_config_valid(c)) continue;
-          if (epilogue == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
-          out.push_back(c);
-        }
+  for (bool persistent : {false, true})
+    for (bool pipelined : {false, true})
+      for (int tiles : {1, 2})
+        for (int warps : {4, 8, 16})
+          for (int unroll : {0, 2, 4, 8}) {
+            const GemvConfig c{tiles, warps, unroll, pipelined, persistent};
+            if (!gemv_config_valid(c)) continue;
+            if (persistent && !with_persistent) continue;
+            if (epilogue == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
+            out.push_back(c);
+          }
   return out;
 }
 
 std::string describe(const GemvConfig& c) {
-  return fmt::format("t{}w{}u{}{}", c.tiles, c.warps, c.unroll, c.pipelined ? "p" : "");
+  return fmt::format("t{}w{}u{}{}{}", c.tiles, c.warps, c.unroll, c.pipelined ? "p" : "",
+                     c.persistent ? "r" : "");
 }
 
 Status gemv_w8a16(const GemvArgs& args, cudaStream_t stream) {

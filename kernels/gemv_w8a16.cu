@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "common.cuh"
 #include "gemv_w8a16.h"
@@ -79,10 +82,11 @@ template <int TILES, int WARPS, GemvEpilogue EPI>
 __device__ __forceinline__ void reduce_and_store(const float (&acc)[TILES][4],
                                                  const float* __restrict__ scale,
                                                  const float* __restrict__ bias, int rows,
-                                                 int batch, void* __restrict__ out, int ld_out) {
+                                                 int batch, void* __restrict__ out, int ld_out,
+                                                 int row_block) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * 16 * TILES;
+  const int row0 = row_block * 16 * TILES;
   __shared__ float part[WARPS][TILES][16][9];  // +1 column: fewer bank conflicts
 #pragma unroll
   for (int i = 0; i < TILES; ++i) {
@@ -111,7 +115,7 @@ __device__ __forceinline__ void reduce_and_store(const float (&acc)[TILES][4],
         gv += bias[gr];
         uv += bias[ur];
       }
-      const int j = blockIdx.x * 16 + r;
+      const int j = row_block * 16 + r;
       static_cast<__nv_bfloat16*>(out)[static_cast<size_t>(n) * ld_out + j] =
           __float2bfloat16(detail::silu(gv) * uv);
     } else {
@@ -219,7 +223,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
 
   detail::pdl_launch_dependents();  // see the grouped kernel
-  reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
+  reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out, blockIdx.x);
 }
 
 // The grouped variant (GemvConfig::unroll = U > 0). Same fragment layout as
@@ -230,16 +234,19 @@ __global__ void __launch_bounds__(WARPS * 32)
 // per chunk), and the chunks are interleaved over the warps (see below). The loads are not
 // `volatile`, so the compiler is free to hoist them. The partial last chunk (cols % 64 != 0) and
 // unaligned matrices go through the checked path, spread over the warps.
+// One row block (16 * TILES rows) of the grouped kernel; `last`: the
+// block's last row block, after whose multiply the next kernel may launch.
 template <int TILES, int WARPS, int U, GemvEpilogue EPI>
-__global__ void __launch_bounds__(WARPS * 32)
-    gemv_w8a16_grouped_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
-                              const float* __restrict__ bias, int rows, int K,
-                              const __nv_bfloat16* __restrict__ X, int batch,
-                              void* __restrict__ out, int ld_out, bool vec) {
+__device__ __forceinline__ void grouped_row_block(const int8_t* __restrict__ W,
+                                                  const float* __restrict__ scale,
+                                                  const float* __restrict__ bias, int rows, int K,
+                                                  const __nv_bfloat16* __restrict__ X, int batch,
+                                                  void* __restrict__ out, int ld_out, bool vec,
+                                                  int row_block, bool last) {
   static_assert(TILES * U <= 8, "weight registers: at most 8 chunk-tiles in flight per warp");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * 16 * TILES;
+  const int row0 = row_block * 16 * TILES;
 
   const int8_t* wrow[TILES][2];
   bool rvalid[TILES][2];
@@ -316,8 +323,38 @@ __global__ void __launch_bounds__(WARPS * 32)
   // blocks), not at its start. Triggering at the start let the kernels after
   // this one launch in a cascade whose waiting blocks held SM slots and
   // whose early weight loads competed with this kernel's, and measured slower.
-  detail::pdl_launch_dependents();
-  reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
+  if (last) detail::pdl_launch_dependents();
+  reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out, row_block);
+}
+
+template <int TILES, int WARPS, int U, GemvEpilogue EPI>
+__global__ void __launch_bounds__(WARPS * 32)
+    gemv_w8a16_grouped_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
+                              const float* __restrict__ bias, int rows, int K,
+                              const __nv_bfloat16* __restrict__ X, int batch,
+                              void* __restrict__ out, int ld_out, bool vec) {
+  grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec,
+                                          blockIdx.x, true);
+}
+
+// The grouped kernel on a grid of as many blocks as fit on the GPU at once
+// (GemvConfig::persistent), each walking row blocks blockIdx.x, + gridDim.x,
+// ...: no block starts after the first wave, so no SM waits for a new
+// block's first loads while its others finish. The row blocks share the
+// reduction's shared memory, hence the barrier between them.
+template <int TILES, int WARPS, int U, GemvEpilogue EPI>
+__global__ void __launch_bounds__(WARPS * 32)
+    gemv_w8a16_persistent_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
+                                 const float* __restrict__ bias, int rows, int K,
+                                 const __nv_bfloat16* __restrict__ X, int batch,
+                                 void* __restrict__ out, int ld_out, bool vec) {
+  const int row_blocks = (rows + 16 * TILES - 1) / (16 * TILES);
+  for (int rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
+    const bool last = rb + static_cast<int>(gridDim.x) >= row_blocks;
+    grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec, rb,
+                                            last);
+    if (!last) __syncthreads();
+  }
 }
 
 // The double-buffered variant (GemvConfig::pipelined): one tile, chunks in
@@ -406,7 +443,36 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
 
   detail::pdl_launch_dependents();  // see the grouped kernel
-  reduce_and_store<1, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out);
+  reduce_and_store<1, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out, blockIdx.x);
+}
+
+int sm_count() {
+  static std::mutex mu;
+  static std::map<int, int> counts;  // device -> SMs
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  std::lock_guard lock(mu);
+  auto it = counts.find(device);
+  if (it != counts.end()) return it->second;
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) n = 0;
+  return counts[device] = n;
+}
+
+// How many blocks of `kernel` fit on one SM, asked once per kernel and
+// device (a decode step launches 113 GEMVs; without graphs each would ask).
+int resident_blocks_per_sm(const void* kernel, int threads) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> known;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  std::lock_guard lock(mu);
+  const auto key = std::make_pair(kernel, device);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0) != cudaSuccess) n = 0;
+  return known[key] = n;
 }
 
 // Every GEMV kernel calls pdl_wait() before touching X or `out`, so a.pdl may
@@ -425,6 +491,20 @@ cudaError_t launch(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16
   };
   if constexpr (TILES == 1) {
     if (cfg.pipelined) return go(gemv_w8a16_pipelined_kernel<WARPS, EPI>);
+  }
+  if constexpr (WARPS >= 8) {  // the shapes gemv_config_valid allows persistent
+    if (cfg.persistent) {
+      auto resident = [&](auto kernel) {
+        const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), block.x);
+        if (per_sm <= 0) return cudaErrorInvalidConfiguration;
+        const dim3 wave(std::min<unsigned>(grid.x, static_cast<unsigned>(per_sm * sm_count())));
+        return detail::launch_maybe_pdl(kernel, wave, block, 0, stream, a.pdl, a.w, a.scale, a.bias,
+                                        a.rows, a.cols, x, batch, out, ld_out, vec);
+      };
+      if (cfg.unroll == kSmall)
+        return resident(gemv_w8a16_persistent_kernel<TILES, WARPS, kSmall, EPI>);
+      return resident(gemv_w8a16_persistent_kernel<TILES, WARPS, kLarge, EPI>);
+    }
   }
   if (cfg.unroll == kSmall) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI>);
   if (cfg.unroll == kLarge) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI>);

@@ -58,18 +58,22 @@ struct GemvArgs {
 //      2 or 4 for two.
 // `pipelined` (one tile, U = 2 only): the double-buffered kernel, which loads
 // the next pair of chunks while it multiplies the current one.
+// `persistent` (grouped kernel, 8 or 16 warps): a grid of only as many
+// blocks as are resident at once, each walking row blocks in turn.
 struct GemvConfig {
   int tiles = 1;   // 1 or 2
   int warps = 8;   // 4, 8 or 16
   int unroll = 0;  // 0 (original kernel) or U (grouped kernel, see above)
   bool pipelined = false;
+  bool persistent = false;
 };
 
 // Whether the launch shape is one the kernels are instantiated for.
 inline bool gemv_config_valid(const GemvConfig& c) {
   if (c.tiles != 1 && c.tiles != 2) return false;
   if (c.warps != 4 && c.warps != 8 && c.warps != 16) return false;
-  if (c.pipelined) return c.tiles == 1 && c.unroll == 2;
+  if (c.pipelined) return !c.persistent && c.tiles == 1 && c.unroll == 2;
+  if (c.persistent && (c.unroll == 0 || c.warps < 8)) return false;
   if (c.unroll == 0) return true;
   return c.tiles == 1 ? (c.unroll == 4 || c.unroll == 8) : (c.unroll == 2 || c.unroll == 4);
 }
@@ -90,8 +94,11 @@ inline bool same_summation_order(const GemvConfig& a, const GemvConfig& b) {
 #ifndef __CUDACC__
 // Every valid launch shape that can serve `epilogue` (gate/up needs two
 // tiles): what the start-up tuner, the tests and the benchmarks enumerate.
-std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue);
-// "t1w8u4", with a trailing "p" for the pipelined kernel.
+// The persistent shapes only with_persistent (the tuner offers them only
+// when CudaTuning::persistent_gemv asks).
+std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue, bool with_persistent = false);
+// "t1w8u4", with a trailing "p" for the pipelined kernel, "r" for a
+// persistent (resident) grid.
 std::string describe(const GemvConfig& config);
 #endif
 

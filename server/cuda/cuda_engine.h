@@ -64,6 +64,9 @@ struct CudaTuning {
   // GEMV keeps its default shape, so two engines compute bit for bit the
   // same (tests comparing placements rely on it).
   bool tune_gemv = true;
+  // Also offer the tuner the persistent GEMV shapes (GemvConfig::persistent).
+  // Off until measured on a GPU: they were added on 2026-12-05 without one.
+  bool persistent_gemv = false;
 };
 
 struct CudaEngineStats {

@@ -127,7 +127,8 @@ bool agrees(const std::vector<float>& got, const std::vector<float>& want) {
 
 }  // namespace
 
-Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream) {
+Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream,
+                                bool with_persistent) {
   auto log = log::get("engine");
   auto& layers = model.mutable_layers();
   // Verification batch: every batch row a decode step can use, up to the 8
@@ -181,7 +182,7 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
     const auto want = RS_TRY(run_once(f, ref_cfg, vb, stream));
 
     std::vector<GemvConfig> candidates{ref_cfg};
-    for (const GemvConfig& cfg : kernels::gemv_configs(f.epi)) {
+    for (const GemvConfig& cfg : kernels::gemv_configs(f.epi, with_persistent)) {
       if (cfg.tiles == ref_cfg.tiles && cfg.warps == ref_cfg.warps && cfg.unroll == 0 &&
           !cfg.pipelined)
         continue;

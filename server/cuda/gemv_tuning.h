@@ -23,6 +23,8 @@
 namespace ringserve::cuda {
 
 // Returns a one-line summary of the chosen shapes for the log.
-Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream);
+// with_persistent: also the persistent shapes (CudaTuning::persistent_gemv).
+Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream,
+                                bool with_persistent = false);
 
 }  // namespace ringserve::cuda

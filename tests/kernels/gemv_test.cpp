@@ -167,21 +167,21 @@ TEST(Gemv, LmHeadShape) {
 
 TEST(Gemv, EveryLaunchConfigurationAgrees) {
   for (auto epi : {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32}) {
-    const auto cfgs = kernels::gemv_configs(epi);
+    const auto cfgs = kernels::gemv_configs(epi, true);
     check({1000, 3584, 3, true}, epi, cfgs);
     check({96, 200, 8, false}, epi, cfgs);
   }
   check({1000, 3584, 3, true}, GemvEpilogue::kStoreBf16,
-        kernels::gemv_configs(GemvEpilogue::kStoreBf16));
+        kernels::gemv_configs(GemvEpilogue::kStoreBf16, true));
 }
 
 // Every variant (the tuner may pick any of them) at the 7B decode shapes with
 // the epilogues the forward pass uses, at batch 1 and at batches that fill a
 // pass partly, fully and over it.
 TEST(Gemv, EveryVariantAtSevenBShapes) {
-  const auto f32 = kernels::gemv_configs(GemvEpilogue::kStoreF32);
-  const auto res = kernels::gemv_configs(GemvEpilogue::kResidualAddF32);
-  const auto silu = kernels::gemv_configs(GemvEpilogue::kSiluMulBf16);
+  const auto f32 = kernels::gemv_configs(GemvEpilogue::kStoreF32, true);
+  const auto res = kernels::gemv_configs(GemvEpilogue::kResidualAddF32, true);
+  const auto silu = kernels::gemv_configs(GemvEpilogue::kSiluMulBf16, true);
   check({4608, 3584, 1, true}, GemvEpilogue::kStoreF32, f32);  // fused qkv (biased)
   check({4608, 3584, 5, true}, GemvEpilogue::kStoreF32, f32);
   check({3584, 3584, 1, false}, GemvEpilogue::kResidualAddF32, res);  // o_proj
@@ -197,14 +197,14 @@ TEST(Gemv, EveryVariantAtSevenBShapes) {
 // (scalar path only), fewer chunks than warps, batch over 8 (two passes).
 TEST(Gemv, EveryVariantAtEdgeSizes) {
   for (auto epi : {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32}) {
-    const auto cfgs = kernels::gemv_configs(epi);
+    const auto cfgs = kernels::gemv_configs(epi, true);
     for (const Problem& p :
          {Problem{1, 64, 1, true}, Problem{17, 160, 3, true}, Problem{33, 40, 2, false},
           Problem{100, 1000, 11, true}, Problem{64, 16, 8, false}, Problem{96, 208, 8, true},
           Problem{64, 128, 4, false}, Problem{50, 4160, 9, true}})
       check(p, epi, cfgs);
   }
-  const auto silu = kernels::gemv_configs(GemvEpilogue::kSiluMulBf16);
+  const auto silu = kernels::gemv_configs(GemvEpilogue::kSiluMulBf16, true);
   check({2 * 160, 64, 3, true}, GemvEpilogue::kSiluMulBf16, silu);
   check({2 * 16, 40, 9, false}, GemvEpilogue::kSiluMulBf16, silu);
   check({2 * 48, 208, 8, true}, GemvEpilogue::kSiluMulBf16, silu);
@@ -243,7 +243,7 @@ TEST(Gemv, ActivationsOfEveryMagnitude) {
         bound[static_cast<size_t>(b) * p.rows + r] =
             h.scale[r] * (tiny * std::exp2(-21.0) + 4e-6 * mag) + 1e-6;
       }
-    for (const auto& cfg : kernels::gemv_configs(GemvEpilogue::kStoreF32)) {
+    for (const auto& cfg : kernels::gemv_configs(GemvEpilogue::kStoreF32, true)) {
       const auto got = run(p, h, GemvEpilogue::kStoreF32, &cfg, nullptr);
       int bad = 0;
       size_t first = 0;
@@ -277,7 +277,7 @@ TEST(Gemv, ShapesOfOneSummationOrderAreBatchInvariant) {
     std::mt19937_64 rng(test_seed() ^ (p.rows * 31 + p.cols));
     const Host wide = make_host(p, rng);
     const int out_cols = epi == GemvEpilogue::kSiluMulBf16 ? p.rows / 2 : p.rows;
-    const auto cfgs = kernels::gemv_configs(epi);
+    const auto cfgs = kernels::gemv_configs(epi, true);
     const int rows_checked[] = {0, p.batch - 1};
     // singles[k][j]: row rows_checked[k] alone under cfgs[j].
     std::vector<std::vector<double>> singles[2];

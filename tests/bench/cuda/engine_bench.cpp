@@ -165,6 +165,16 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, no PDL)", rng);
   }
   {
+    // The persistent GEMV shapes offered to the tuner too
+    // (CudaTuning::persistent_gemv, off by default until this measures it).
+    cuda::CudaTuning t;
+    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
+    t.persistent_gemv = true;
+    auto e = make(*w, t);
+    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs, persistent GEMVs offered)", rng);
+    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, persistent GEMVs offered)", rng);
+  }
+  {
     // RoPE and the split attention as two kernels (CudaTuning::
     // attention_cluster = 0: the path GPUs without clusters take), for
     // comparison.

@@ -63,7 +63,7 @@ void time_family(Family& f, const Ceilings& c, uint32_t* sink) {
     const int batch = bi == 0 ? 1 : 4;
     double best = 1e30;
     GemvConfig best_cfg{};
-    for (const GemvConfig& cfg : kernels::gemv_configs(shape.epi)) {
+    for (const GemvConfig& cfg : kernels::gemv_configs(shape.epi, true)) {
       int i = 0;
       const double ms = graph_ms([&](cudaStream_t s) { run(f, i++, batch, cfg, s); }, reps);
       if (ms < best) {

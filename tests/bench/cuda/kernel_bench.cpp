@@ -38,7 +38,7 @@ void gemv_bench(const Ceilings& c, bool quick) {
       double best_ms = 1e30, def_ms = 0;
       kernels::GemvConfig best{};
       std::string all;
-      for (const kernels::GemvConfig& cfg : kernels::gemv_configs(s.epi)) {
+      for (const kernels::GemvConfig& cfg : kernels::gemv_configs(s.epi, true)) {
         const bool at_def = cfg.tiles == def.tiles && cfg.warps == def.warps;
         const bool is_def = at_def && cfg.unroll == def.unroll && !cfg.pipelined;
         // --quick: the reference and the other variants at its shape.
