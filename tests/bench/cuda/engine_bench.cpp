@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 
 #include <cuda_profiler_api.h>
 
@@ -109,17 +110,17 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
       "%.1f%% of copy, %.1f%% of read ceiling\n",
       batch, label, tokens / wall, step_ms, gpu[gpu.size() / 2], gbs, 100 * gbs / c.copy_gbs,
       100 * gbs / c.read_gbs);
-  if (std::string(label) == "(graphs)") {
-    // Machine-readable, for scripts/gpu_bench.sh's server-overhead line.
-    std::printf("RESULT decode_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", batch, step_ms,
-                tokens / wall, 100 * gbs / c.copy_gbs);
-  } else if (std::string(label) == "(graphs, no PDL)") {
-    std::printf("RESULT decode_nopdl_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", batch, step_ms,
-                tokens / wall, 100 * gbs / c.copy_gbs);
-  } else if (std::string(label) == "(graphs, RoPE + split attention)") {
-    std::printf("RESULT decode_split_attention_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", batch,
-                step_ms, tokens / wall, 100 * gbs / c.copy_gbs);
-  }
+  // Machine-readable (scripts/gpu_bench.sh's server-overhead line reads the
+  // default's).
+  static const std::pair<const char*, const char*> kTags[] = {
+      {"(graphs)", "decode"},
+      {"(graphs, no PDL)", "decode_nopdl"},
+      {"(graphs, persistent GEMVs offered)", "decode_persistent"},
+      {"(graphs, RoPE + split attention)", "decode_split_attention"}};
+  for (const auto& [l, tag] : kTags)
+    if (std::string(label) == l)
+      std::printf("RESULT %s_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", tag, batch, step_ms,
+                  tokens / wall, 100 * gbs / c.copy_gbs);
 }
 
 }  // namespace
@@ -154,37 +155,24 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs)", rng);
     std::printf("  targets: batch 1 >= 480 tok/s, batch 4 >= 1800 tok/s\n");
   }
-  {
-    // The same without programmatic dependent launch (CudaTuning::pdl, on
-    // by default since this comparison showed it helps).
+  // Variants of the default engine, decode at batch 1 and 4 each.
+  auto variant = [&](const char* label, auto&& change) {
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
-    t.pdl = false;
+    change(t);
     auto e = make(*w, t);
-    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs, no PDL)", rng);
-    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, no PDL)", rng);
-  }
-  {
-    // The persistent GEMV shapes offered to the tuner too
-    // (CudaTuning::persistent_gemv, off by default until this measures it).
-    cuda::CudaTuning t;
-    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
-    t.persistent_gemv = true;
-    auto e = make(*w, t);
-    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs, persistent GEMVs offered)", rng);
-    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, persistent GEMVs offered)", rng);
-  }
-  {
-    // RoPE and the split attention as two kernels (CudaTuning::
-    // attention_cluster = 0: the path GPUs without clusters take), for
-    // comparison.
-    cuda::CudaTuning t;
-    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
-    t.attention_cluster = 0;
-    auto e = make(*w, t);
-    decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs, RoPE + split attention)", rng);
-    decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs, RoPE + split attention)", rng);
-  }
+    for (int batch : {1, 4}) decode_bench(*e, batch, decode_steps, weight_bytes, c, label, rng);
+  };
+  // Without programmatic dependent launch (CudaTuning::pdl, on by default
+  // since this comparison showed it helps).
+  variant("(graphs, no PDL)", [](cuda::CudaTuning& t) { t.pdl = false; });
+  // The persistent GEMV shapes offered to the tuner too
+  // (CudaTuning::persistent_gemv, off by default until this measures it).
+  variant("(graphs, persistent GEMVs offered)",
+          [](cuda::CudaTuning& t) { t.persistent_gemv = true; });
+  // RoPE and the split attention as two kernels (CudaTuning::
+  // attention_cluster = 0: the path GPUs without clusters take).
+  variant("(graphs, RoPE + split attention)", [](cuda::CudaTuning& t) { t.attention_cluster = 0; });
   {
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
