@@ -327,33 +327,28 @@ __device__ __forceinline__ void grouped_row_block(const int8_t* __restrict__ W,
   reduce_and_store<TILES, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out, row_block);
 }
 
-template <int TILES, int WARPS, int U, GemvEpilogue EPI>
+// PERSISTENT (GemvConfig::persistent): the grid holds only as many blocks
+// as fit on the GPU at once, each walking row blocks blockIdx.x,
+// + gridDim.x, ...: no block starts after the first wave, so no SM waits for
+// a new block's first loads while its others finish. The row blocks share
+// the reduction's shared memory, hence the barrier between them.
+template <int TILES, int WARPS, int U, GemvEpilogue EPI, bool PERSISTENT>
 __global__ void __launch_bounds__(WARPS * 32)
     gemv_w8a16_grouped_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
                               const float* __restrict__ bias, int rows, int K,
                               const __nv_bfloat16* __restrict__ X, int batch,
                               void* __restrict__ out, int ld_out, bool vec) {
-  grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec,
-                                          blockIdx.x, true);
-}
-
-// The grouped kernel on a grid of as many blocks as fit on the GPU at once
-// (GemvConfig::persistent), each walking row blocks blockIdx.x, + gridDim.x,
-// ...: no block starts after the first wave, so no SM waits for a new
-// block's first loads while its others finish. The row blocks share the
-// reduction's shared memory, hence the barrier between them.
-template <int TILES, int WARPS, int U, GemvEpilogue EPI>
-__global__ void __launch_bounds__(WARPS * 32)
-    gemv_w8a16_persistent_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
-                                 const float* __restrict__ bias, int rows, int K,
-                                 const __nv_bfloat16* __restrict__ X, int batch,
-                                 void* __restrict__ out, int ld_out, bool vec) {
-  const int row_blocks = (rows + 16 * TILES - 1) / (16 * TILES);
-  for (int rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
-    const bool last = rb + static_cast<int>(gridDim.x) >= row_blocks;
-    grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec, rb,
-                                            last);
-    if (!last) __syncthreads();
+  if constexpr (!PERSISTENT) {
+    grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec,
+                                            blockIdx.x, true);
+  } else {
+    const int row_blocks = (rows + 16 * TILES - 1) / (16 * TILES);
+    for (int rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
+      const bool last = rb + static_cast<int>(gridDim.x) >= row_blocks;
+      grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec,
+                                              rb, last);
+      if (!last) __syncthreads();
+    }
   }
 }
 
@@ -446,22 +441,10 @@ __global__ void __launch_bounds__(WARPS * 32)
   reduce_and_store<1, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out, blockIdx.x);
 }
 
-int sm_count() {
-  static std::mutex mu;
-  static std::map<int, int> counts;  // device -> SMs
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  std::lock_guard lock(mu);
-  auto it = counts.find(device);
-  if (it != counts.end()) return it->second;
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) n = 0;
-  return counts[device] = n;
-}
-
-// How many blocks of `kernel` fit on one SM, asked once per kernel and
-// device (a decode step launches 113 GEMVs; without graphs each would ask).
-int resident_blocks_per_sm(const void* kernel, int threads) {
+// How many blocks of `kernel` the whole GPU holds at once, asked once per
+// kernel and device (a decode step launches 113 GEMVs; without graphs each
+// would ask). 0 if the runtime cannot say.
+int resident_grid(const void* kernel, int threads) {
   static std::mutex mu;
   static std::map<std::pair<const void*, int>, int> known;
   int device = 0;
@@ -470,9 +453,11 @@ int resident_blocks_per_sm(const void* kernel, int threads) {
   const auto key = std::make_pair(kernel, device);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0) != cudaSuccess) n = 0;
-  return known[key] = n;
+  int sms = 0, per_sm = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess)
+    sms = per_sm = 0;
+  return known[key] = sms * per_sm;
 }
 
 // Every GEMV kernel calls pdl_wait() before touching X or `out`, so a.pdl may
@@ -495,19 +480,19 @@ cudaError_t launch(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16
   if constexpr (WARPS >= 8) {  // the shapes gemv_config_valid allows persistent
     if (cfg.persistent) {
       auto resident = [&](auto kernel) {
-        const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), block.x);
-        if (per_sm <= 0) return cudaErrorInvalidConfiguration;
-        const dim3 wave(std::min<unsigned>(grid.x, static_cast<unsigned>(per_sm * sm_count())));
-        return detail::launch_maybe_pdl(kernel, wave, block, 0, stream, a.pdl, a.w, a.scale, a.bias,
-                                        a.rows, a.cols, x, batch, out, ld_out, vec);
+        const int wave = resident_grid(reinterpret_cast<const void*>(kernel), block.x);
+        if (wave <= 0) return cudaErrorInvalidConfiguration;
+        return detail::launch_maybe_pdl(kernel, dim3(std::min<unsigned>(grid.x, wave)), block, 0,
+                                        stream, a.pdl, a.w, a.scale, a.bias, a.rows, a.cols, x,
+                                        batch, out, ld_out, vec);
       };
       if (cfg.unroll == kSmall)
-        return resident(gemv_w8a16_persistent_kernel<TILES, WARPS, kSmall, EPI>);
-      return resident(gemv_w8a16_persistent_kernel<TILES, WARPS, kLarge, EPI>);
+        return resident(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI, true>);
+      return resident(gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI, true>);
     }
   }
-  if (cfg.unroll == kSmall) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI>);
-  if (cfg.unroll == kLarge) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI>);
+  if (cfg.unroll == kSmall) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI, false>);
+  if (cfg.unroll == kLarge) return go(gemv_w8a16_grouped_kernel<TILES, WARPS, kLarge, EPI, false>);
   return go(gemv_w8a16_kernel<TILES, WARPS, EPI>);
 }
 

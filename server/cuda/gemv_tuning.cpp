@@ -159,12 +159,12 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
   Status status = ok();
   int rejected = 0;
 
-  // The batch the wide shape is timed at: the engine's widest decode batch
-  // within one pass of 8 rows (the head runs two rows per sequence).
-  const int wide_batch = vbatch;
   auto tune = [&](Family& f) -> Expected<GemvShapes> {
     const DeviceLinear& m0 = *f.mats[0];
     const bool head = f.name == std::string("lm_head");
+    // Verification rows, which are also the batch the wide shape is timed
+    // at: the engine's widest decode batch within one pass of 8 rows (the
+    // head runs two rows per sequence).
     const int vb = head ? std::min(8, 2 * vbatch) : vbatch;
     // Random finite activations (every row the verification uses).
     std::vector<uint16_t> xh(static_cast<size_t>(vb) * m0.cols);
@@ -225,11 +225,10 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
     // A sequence's tokens must not depend on what it is batched with (seeded
     // sampling is reproducible), so the wide shape is chosen among those that
     // add up in the batch-1 shape's order: bitwise the same logits per row.
-    const int wide = head ? std::min(8, 2 * wide_batch) : wide_batch;
-    if (wide > f.batch) {
-      const Pick many = RS_TRY(fastest(wide, &one.cfg, nullptr));
+    if (vb > f.batch) {
+      const Pick many = RS_TRY(fastest(vb, &one.cfg, nullptr));
       shapes.multi = many.cfg;
-      summary += fmt::format(", batch {}: {} {:.1f}us", head ? wide / 2 : wide,
+      summary += fmt::format(", batch {}: {} {:.1f}us", head ? vb / 2 : vb,
                              kernels::describe(many.cfg), many.ms * 1e3);
     }
     summary += "; ";

@@ -62,11 +62,15 @@ __global__ void __launch_bounds__(256)
   if (acc == 0x12345678u) *sink = acc;  // practically never true; keeps the loads
 }
 
-int grid_for(cudaStream_t) {
+int sm_count() {
   int dev = 0, sms = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  return sms * 8;
+  return sms;
+}
+
+int grid_for(cudaStream_t) {
+  return sm_count() * 8;
 }
 
 }  // namespace
@@ -87,9 +91,8 @@ cudaError_t launch_read_gemv_pattern(const int8_t* w, int rows, int cols, bool t
                                      int blocks_per_sm, uint32_t* sink, cudaStream_t stream) {
   if (rows % 16 != 0 || cols % 64 != 0) return cudaErrorInvalidValue;
   const int tiles = rows / 16;
-  int dev = 0, sms = 0, smem_per_sm = 0;
+  int dev = 0, smem_per_sm = 0;
   cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
   // The GEMVs hold 3 blocks of 256 threads per SM at most (registers); this
   // kernel needs few, so unused shared memory holds it to the same 3.
@@ -99,7 +102,7 @@ cudaError_t launch_read_gemv_pattern(const int8_t* w, int rows, int cols, bool t
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   const int per_sm = blocks_per_sm > 0 ? std::min(blocks_per_sm, kResident) : 0;
-  const int grid = per_sm > 0 ? std::min(tiles, sms * per_sm) : tiles;
+  const int grid = per_sm > 0 ? std::min(tiles, sm_count() * per_sm) : tiles;
   read_gemv_pattern_kernel<<<grid, 256, smem, stream>>>(w, tiles, cols, tiled, sink);
   return cudaGetLastError();
 }
