@@ -59,6 +59,13 @@ Status gemv_w8a16(const GemvArgs& a, const GemvConfig& cfg, cudaStream_t stream)
     return make_error(Errc::kInvalidArgument,
                       "gemv_w8a16: gate/up packing needs rows % 32 == 0 and tiles == 2 (rows={})",
                       a.rows);
+  if (a.layout == WeightLayout::kTiled16x64 &&
+      (!tiled_layout_fits(a.rows, a.cols) || reinterpret_cast<uintptr_t>(a.w) % 16 != 0 ||
+       reinterpret_cast<uintptr_t>(a.x) % 16 != 0))
+    return make_error(Errc::kInvalidArgument,
+                      "gemv_w8a16: tiled weights need rows % 16 == 0, cols % 64 == 0 and "
+                      "16-byte aligned w and x (rows={} cols={})",
+                      a.rows, a.cols);
   const int out_cols = silu ? a.rows / 2 : a.rows;
   if (a.ld_out != 0 && a.ld_out < out_cols)
     return make_error(Errc::kInvalidArgument, "gemv_w8a16: ld_out {} < {}", a.ld_out, out_cols);

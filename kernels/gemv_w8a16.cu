@@ -37,6 +37,24 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
+// Lane (g, t)'s 16 weight bytes of row r in chunk c are at
+// lane_weights(...) + c * chunk_stride(tiled), in either layout
+// (weight_layout.h): row-major W + r K + 64 c + 16 t, tiled
+// W + (r / 16) 16 K + 1024 c + (r % 16) 64 + 16 t.
+__device__ __forceinline__ const int8_t* lane_weights(const int8_t* W, int r, int K, int t,
+                                                      bool tiled) {
+  return tiled ? W + static_cast<size_t>(r & ~15) * K + (r & 15) * 64 + t * 16
+               : W + static_cast<size_t>(r) * K + t * 16;
+}
+// Row r of a row-major W (row 0 for rows past the end: a valid address
+// whose loads the caller masks).
+__device__ __forceinline__ const int8_t* row_ptr(const int8_t* W, int r, int rows, int K) {
+  return W + static_cast<size_t>(r < rows ? r : 0) * K;
+}
+__device__ __forceinline__ int chunk_stride(bool tiled) {
+  return tiled ? kTileRows * kTileCols : 64;
+}
+
 // With two tiles the compiler converts x once for both calls.
 __device__ __forceinline__ void mma_chunk(float (&acc)[4], const Chunk& c, const uint4 (&x)[2]) {
 #pragma unroll
@@ -140,7 +158,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     gemv_w8a16_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
                       const float* __restrict__ bias, int rows, int K,
                       const __nv_bfloat16* __restrict__ X, int batch, void* __restrict__ out,
-                      int ld_out, bool vec) {
+                      int ld_out, bool vec, bool tiled) {
   // Chunks in flight per warp before the first mma: enough independent 16-byte
   // loads to cover DRAM latency with few warps per SM.
   // Activations are re-read from L1/L2 at compute time so registers go to
@@ -153,7 +171,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * 16 * TILES;
 
-  const int8_t* wrow[TILES][2];
+  const int8_t* wl[TILES][2];
   bool rvalid[TILES][2];
 #pragma unroll
   for (int i = 0; i < TILES; ++i) {
@@ -161,9 +179,10 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int h = 0; h < 2; ++h) {
       const int r = row0 + i * 16 + g + 8 * h;
       rvalid[i][h] = r < rows;
-      wrow[i][h] = W + static_cast<size_t>(rvalid[i][h] ? r : 0) * K;
+      wl[i][h] = lane_weights(W, rvalid[i][h] ? r : 0, K, t, tiled);
     }
   }
+  const int cstride = chunk_stride(tiled);
   const bool xvalid = g < batch;
   const __nv_bfloat16* xrow = X + static_cast<size_t>(xvalid ? g : 0) * K;
 
@@ -184,12 +203,11 @@ __global__ void __launch_bounds__(WARPS * 32)
     Chunk ch[U][TILES];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int k0 = (c + u) * 64 + t * 16;
 #pragma unroll
       for (int i = 0; i < TILES; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          ch[u][i].w[h] = rvalid[i][h] ? detail::ld_stream_u4(wrow[i][h] + k0) : zero;
+          ch[u][i].w[h] = rvalid[i][h] ? detail::ld_stream_u4(wl[i][h] + (c + u) * cstride) : zero;
       }
     }
 #pragma unroll
@@ -210,13 +228,14 @@ __global__ void __launch_bounds__(WARPS * 32)
       if (c < full_end) {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          ch.w[h] = rvalid[i][h] ? detail::ld_stream_u4(wrow[i][h] + k0) : zero;
+          ch.w[h] = rvalid[i][h] ? detail::ld_stream_u4(wl[i][h] + c * cstride) : zero;
         const uint4* xp = reinterpret_cast<const uint4*>(xrow + k0);
         xv[0] = xvalid ? __ldg(xp) : zero;
         xv[1] = xvalid ? __ldg(xp + 1) : zero;
-      } else {
-        load_chunk_checked(wrow[i][0], wrow[i][1], rvalid[i][0], rvalid[i][1], xrow, xvalid, k0, K,
-                           ch, xv);
+      } else {  // row-major only (a tiled matrix has whole, aligned chunks)
+        load_chunk_checked(row_ptr(W, row0 + i * 16 + g, rows, K),
+                           row_ptr(W, row0 + i * 16 + g + 8, rows, K), rvalid[i][0], rvalid[i][1],
+                           xrow, xvalid, k0, K, ch, xv);
       }
       mma_chunk(acc[i], ch, xv);
     }
@@ -242,13 +261,13 @@ __device__ __forceinline__ void grouped_row_block(const int8_t* __restrict__ W,
                                                   const float* __restrict__ bias, int rows, int K,
                                                   const __nv_bfloat16* __restrict__ X, int batch,
                                                   void* __restrict__ out, int ld_out, bool vec,
-                                                  int row_block, bool last) {
+                                                  bool tiled, int row_block, bool last) {
   static_assert(TILES * U <= 8, "weight registers: at most 8 chunk-tiles in flight per warp");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = row_block * 16 * TILES;
 
-  const int8_t* wrow[TILES][2];
+  const int8_t* wl[TILES][2];
   bool rvalid[TILES][2];
 #pragma unroll
   for (int i = 0; i < TILES; ++i) {
@@ -256,9 +275,10 @@ __device__ __forceinline__ void grouped_row_block(const int8_t* __restrict__ W,
     for (int h = 0; h < 2; ++h) {
       const int r = row0 + i * 16 + g + 8 * h;
       rvalid[i][h] = r < rows;
-      wrow[i][h] = W + static_cast<size_t>(rvalid[i][h] ? r : 0) * K;
+      wl[i][h] = lane_weights(W, rvalid[i][h] ? r : 0, K, t, tiled);
     }
   }
+  const int cstride = chunk_stride(tiled);
   const bool xvalid = g < batch;
   const __nv_bfloat16* xrow = X + static_cast<size_t>(xvalid ? g : 0) * K;
 
@@ -282,12 +302,12 @@ __device__ __forceinline__ void grouped_row_block(const int8_t* __restrict__ W,
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const bool live = j + u < mine;
-      const int k0 = ((j + u) * WARPS + warp) * 64 + t * 16;
+      const int c = (j + u) * WARPS + warp;
 #pragma unroll
       for (int i = 0; i < TILES; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          ch[u][i].w[h] = live && rvalid[i][h] ? detail::ld_nc_u4(wrow[i][h] + k0) : zero;
+          ch[u][i].w[h] = live && rvalid[i][h] ? detail::ld_nc_u4(wl[i][h] + c * cstride) : zero;
       }
     }
     // Weights never change, so the first group's loads may be in flight
@@ -306,14 +326,16 @@ __device__ __forceinline__ void grouped_row_block(const int8_t* __restrict__ W,
     }
   }
   detail::pdl_wait();  // for warps without whole chunks
+  // Row-major only: a tiled matrix has whole, aligned chunks.
   for (int c = nfull + warp; c < nchunks; c += WARPS) {
     const int k0 = c * 64 + t * 16;
 #pragma unroll
     for (int i = 0; i < TILES; ++i) {
       Chunk ch;
       uint4 xv[2];
-      load_chunk_checked(wrow[i][0], wrow[i][1], rvalid[i][0], rvalid[i][1], xrow, xvalid, k0, K,
-                         ch, xv);
+      load_chunk_checked(row_ptr(W, row0 + i * 16 + g, rows, K),
+                         row_ptr(W, row0 + i * 16 + g + 8, rows, K), rvalid[i][0], rvalid[i][1],
+                         xrow, xvalid, k0, K, ch, xv);
       mma_chunk(acc[i], ch, xv);
     }
   }
@@ -337,16 +359,16 @@ __global__ void __launch_bounds__(WARPS * 32)
     gemv_w8a16_grouped_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
                               const float* __restrict__ bias, int rows, int K,
                               const __nv_bfloat16* __restrict__ X, int batch,
-                              void* __restrict__ out, int ld_out, bool vec) {
+                              void* __restrict__ out, int ld_out, bool vec, bool tiled) {
   if constexpr (!PERSISTENT) {
     grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec,
-                                            blockIdx.x, true);
+                                            tiled, blockIdx.x, true);
   } else {
     const int row_blocks = (rows + 16 * TILES - 1) / (16 * TILES);
     for (int rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
       const bool last = rb + static_cast<int>(gridDim.x) >= row_blocks;
       grouped_row_block<TILES, WARPS, U, EPI>(W, scale, bias, rows, K, X, batch, out, ld_out, vec,
-                                              rb, last);
+                                              tiled, rb, last);
       if (!last) __syncthreads();
     }
   }
@@ -364,7 +386,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     gemv_w8a16_pipelined_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
                                 const float* __restrict__ bias, int rows, int K,
                                 const __nv_bfloat16* __restrict__ X, int batch,
-                                void* __restrict__ out, int ld_out, bool vec) {
+                                void* __restrict__ out, int ld_out, bool vec, bool tiled) {
   constexpr int U = 2;
   struct Stage {
     Chunk ch[U];
@@ -374,14 +396,15 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * 16;
 
-  const int8_t* wrow[2];
+  const int8_t* wl[2];
   bool rvalid[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = row0 + g + 8 * h;
     rvalid[h] = r < rows;
-    wrow[h] = W + static_cast<size_t>(rvalid[h] ? r : 0) * K;
+    wl[h] = lane_weights(W, rvalid[h] ? r : 0, K, t, tiled);
   }
+  const int cstride = chunk_stride(tiled);
   const bool xvalid = g < batch;
   const __nv_bfloat16* xrow = X + static_cast<size_t>(xvalid ? g : 0) * K;
 
@@ -390,14 +413,15 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int mine = nfull > warp ? (nfull - warp + WARPS - 1) / WARPS : 0;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   // Stage-local chunk u of the warp's pair starting at j (j, u warp-uniform).
-  auto offset = [&](int j, int u) { return ((j + u) * WARPS + warp) * 64 + t * 16; };
+  auto chunk = [&](int j, int u) { return (j + u) * WARPS + warp; };
+  auto offset = [&](int j, int u) { return chunk(j, u) * 64 + t * 16; };
   auto load_weights = [&](Stage& s, int j) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const bool live = j + u < mine;
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        s.ch[u].w[h] = live && rvalid[h] ? detail::ld_nc_u4(wrow[h] + offset(j, u)) : zero;
+        s.ch[u].w[h] = live && rvalid[h] ? detail::ld_nc_u4(wl[h] + chunk(j, u) * cstride) : zero;
     }
   };
   auto load_x = [&](Stage& s, int j) {
@@ -432,8 +456,8 @@ __global__ void __launch_bounds__(WARPS * 32)
   for (int c = nfull + warp; c < nchunks; c += WARPS) {
     Chunk ch;
     uint4 xv[2];
-    load_chunk_checked(wrow[0], wrow[1], rvalid[0], rvalid[1], xrow, xvalid, c * 64 + t * 16, K, ch,
-                       xv);
+    load_chunk_checked(row_ptr(W, row0 + g, rows, K), row_ptr(W, row0 + g + 8, rows, K), rvalid[0],
+                       rvalid[1], xrow, xvalid, c * 64 + t * 16, K, ch, xv);
     mma_chunk(acc[0], ch, xv);
   }
 
@@ -467,12 +491,13 @@ cudaError_t launch(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16
                    int batch, int ld_out, bool vec, cudaStream_t stream) {
   const int rows_per_block = 16 * TILES;
   const dim3 grid((a.rows + rows_per_block - 1) / rows_per_block), block(WARPS * 32);
+  const bool tiled = a.layout == WeightLayout::kTiled16x64;
   // Unroll values per tile count: 4 or 8 for one tile, 2 or 4 for two (the
   // checked API rejects anything else); 0 is the original kernel.
   constexpr int kSmall = TILES == 1 ? 4 : 2, kLarge = TILES == 1 ? 8 : 4;
   auto go = [&](auto kernel) {
     return detail::launch_maybe_pdl(kernel, grid, block, 0, stream, a.pdl, a.w, a.scale, a.bias,
-                                    a.rows, a.cols, x, batch, out, ld_out, vec);
+                                    a.rows, a.cols, x, batch, out, ld_out, vec, tiled);
   };
   if constexpr (TILES == 1) {
     if (cfg.pipelined) return go(gemv_w8a16_pipelined_kernel<WARPS, EPI>);
@@ -484,7 +509,7 @@ cudaError_t launch(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16
         if (wave <= 0) return cudaErrorInvalidConfiguration;
         return detail::launch_maybe_pdl(kernel, dim3(std::min<unsigned>(grid.x, wave)), block, 0,
                                         stream, a.pdl, a.w, a.scale, a.bias, a.rows, a.cols, x,
-                                        batch, out, ld_out, vec);
+                                        batch, out, ld_out, vec, tiled);
       };
       if (cfg.unroll == kSmall)
         return resident(gemv_w8a16_grouped_kernel<TILES, WARPS, kSmall, EPI, true>);

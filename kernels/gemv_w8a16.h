@@ -1,6 +1,7 @@
 // W8A16 GEMV / skinny GEMM for decode: y[b, r] = scale[r] * sum_k W[r, k] x[b, k]
 // (+ bias[r]) for batch 1..8 per pass (larger batches run in passes of 8).
-// W is int8 [rows, cols] row-major with one fp32 scale per row; x is bf16.
+// W is int8 [rows, cols], row-major or in 16x64 tiles (weight_layout.h), with
+// one fp32 scale per row; x is bf16.
 // Every weight byte is read once per pass, whatever the batch: the batch is
 // the N=8 side of an fp16 tensor-core mma (x converted on the fly), the
 // weights the M=16 side.
@@ -10,6 +11,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "weight_layout.h"
 
 #ifndef __CUDACC__
 #include <string>
@@ -29,6 +32,9 @@ enum class GemvEpilogue {
 
 struct GemvArgs {
   const int8_t* w = nullptr;
+  // kTiled16x64 needs tiled_layout_fits(rows, cols) and 16-byte aligned w
+  // and x (the kernels then never take the bounds-checked path).
+  WeightLayout layout = WeightLayout::kRowMajor;
   const float* scale = nullptr;
   const float* bias = nullptr;  // may be null
   int rows = 0;

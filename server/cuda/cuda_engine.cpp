@@ -250,6 +250,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
 
   WeightPlacement placement;
   placement.host_layers = host_kind;
+  placement.gemv_layout =
+      tuning.tiled_weights ? kernels::WeightLayout::kTiled16x64 : kernels::WeightLayout::kRowMajor;
   LayerStreamer::Mode stream_mode = LayerStreamer::Mode::kRing;
   if (options.gpu_memory_bytes > 0) {
     offload::PlanRequest req;

@@ -65,8 +65,15 @@ struct CudaTuning {
   // same (tests comparing placements rely on it).
   bool tune_gemv = true;
   // Also offer the tuner the persistent GEMV shapes (GemvConfig::persistent).
-  // Off until measured on a GPU: they were added on 2026-12-05 without one.
+  // Off: on the H200 the tuner picked some of them for batch 1 and decode
+  // was no faster there (376.9 against 378.3 tok/s) and slower at batch 4
+  // (1405.8 against 1431.5), docs/BENCHMARKS.md.
   bool persistent_gemv = false;
+  // The int8 weights in 16x64 tiles (kernels::WeightLayout, applied where
+  // the shape allows); off keeps them row-major, as loaded, for comparison.
+  // On an H100: 324 against 305 tok/s at batch 1, 1243 against 1158 at
+  // batch 4 (docs/BENCHMARKS.md; not yet measured on the H200).
+  bool tiled_weights = true;
 };
 
 struct CudaEngineStats {

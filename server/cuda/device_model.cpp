@@ -146,9 +146,11 @@ void point(DeviceLinear& l, const char* base, const LinearSlots& s) {
   l.bias = s.bias == SIZE_MAX ? nullptr : reinterpret_cast<const float*>(base + s.bias);
 }
 
-void shape(DeviceLinear& l, int rows, int cols, kernels::GemvEpilogue epi) {
+void shape(DeviceLinear& l, int rows, int cols, kernels::GemvEpilogue epi,
+           kernels::WeightLayout layout) {
   l.rows = rows;
   l.cols = cols;
+  l.layout = kernels::tiled_layout_fits(rows, cols) ? layout : kernels::WeightLayout::kRowMajor;
   l.gemv.single = l.gemv.multi = kernels::default_gemv_config(rows, cols, epi);
 }
 
@@ -223,10 +225,10 @@ Expected<DeviceModel> DeviceModel::allocate(const model::ModelConfig& c, const L
     DeviceLayer& D = m.layers_[l];
     D.input_norm = reinterpret_cast<const float*>(base + m.in_norm_off_[l]);
     D.post_attention_norm = reinterpret_cast<const float*>(base + m.post_norm_off_[l]);
-    shape(D.qkv, QKV, H, kernels::GemvEpilogue::kStoreF32);
-    shape(D.o, H, c.q_dim(), kernels::GemvEpilogue::kStoreF32);
-    shape(D.gate_up, 2 * I, H, kernels::GemvEpilogue::kSiluMulBf16);
-    shape(D.down, H, I, kernels::GemvEpilogue::kStoreF32);
+    shape(D.qkv, QKV, H, kernels::GemvEpilogue::kStoreF32, placement.gemv_layout);
+    shape(D.o, H, c.q_dim(), kernels::GemvEpilogue::kStoreF32, placement.gemv_layout);
+    shape(D.gate_up, 2 * I, H, kernels::GemvEpilogue::kSiluMulBf16, placement.gemv_layout);
+    shape(D.down, H, I, kernels::GemvEpilogue::kStoreF32, placement.gemv_layout);
     if (l < m.device_layers_) {
       m.bind_layer(l, base + m.layer_blob_off_[l]);
     } else if (const void* mapped = m.host_blob_device(l)) {
@@ -244,7 +246,7 @@ Expected<DeviceModel> DeviceModel::allocate(const model::ModelConfig& c, const L
                  ? m.host_embed_.device<const __nv_bfloat16>()
                  : reinterpret_cast<const __nv_bfloat16*>(base + m.embed_off_);
   m.final_norm_ = reinterpret_cast<const float*>(base + m.final_norm_off_);
-  shape(m.lm_head_, c.vocab_size, H, kernels::GemvEpilogue::kStoreF32);
+  shape(m.lm_head_, c.vocab_size, H, kernels::GemvEpilogue::kStoreF32, placement.gemv_layout);
   point(m.lm_head_, base, m.head_);
   return m;
 }
@@ -303,6 +305,7 @@ Status DeviceModel::finish(bool tied_head, cudaStream_t stream) {
                                             static_cast<size_t>(l->rows) * l->cols, stream));
     }
   }
+  RS_TRY_STATUS(tile_weights(stream));
   if (head_bf16_off_ != SIZE_MAX) {
     lm_head_bf16_ = lm_head_bf16_target();
   } else if (tied_head && !embedding_on_host()) {
@@ -311,6 +314,65 @@ Status DeviceModel::finish(bool tied_head, cudaStream_t stream) {
     // so the INT8 head serves instead.
     lm_head_bf16_ = embed_;
   }
+  return ok();
+}
+
+Status DeviceModel::tile_weights(cudaStream_t stream) {
+  using kernels::WeightLayout;
+  struct Part {
+    size_t offset;  // of q in its blob or in the device storage
+    const DeviceLinear* shape;
+  };
+  std::vector<Part> blob_parts;
+  if (!layers_.empty()) {
+    const DeviceLayer& L0 = layers_[0];
+    blob_parts = {{blob_.qkv.q, &L0.qkv},
+                  {blob_.o.q, &L0.o},
+                  {blob_.gate_up.q, &L0.gate_up},
+                  {blob_.down.q, &L0.down}};
+  }
+  std::erase_if(blob_parts,
+                [](const Part& p) { return p.shape->layout != WeightLayout::kTiled16x64; });
+  const bool head = lm_head_.layout == WeightLayout::kTiled16x64;
+  if (blob_parts.empty() && !head) return ok();
+
+  // On the GPU: out of place into scratch, whole 16-row blocks at a time,
+  // then back (tiling moves bytes only within a 16-row block).
+  constexpr size_t kScratchBytes = size_t{16} << 20;
+  DeviceBuffer scratch;
+  auto tile_on_gpu = [&](char* q, const DeviceLinear& l) -> Status {
+    const size_t block_bytes = static_cast<size_t>(kernels::kTileRows) * l.cols;
+    if (scratch.bytes() == 0)
+      scratch = RS_TRY(DeviceBuffer::allocate(std::max(kScratchBytes, block_bytes), "retiling"));
+    const int step = static_cast<int>(scratch.bytes() / block_bytes) * kernels::kTileRows;
+    for (int r0 = 0; r0 < l.rows; r0 += step) {
+      const int n = std::min(step, l.rows - r0);
+      char* src = q + static_cast<size_t>(r0) * l.cols;
+      RS_TRY_STATUS(kernels::tile_int8_rows(reinterpret_cast<const int8_t*>(src),
+                                            scratch.as<int8_t>(), n, l.cols, stream));
+      CUDA_CHECK(cudaMemcpyAsync(src, scratch.as(), static_cast<size_t>(n) * l.cols,
+                                 cudaMemcpyDeviceToDevice, stream));
+    }
+    return ok();
+  };
+  // Host-side blobs may still be the target of copies on `stream` (the
+  // checkpoint loader quantizes on the GPU and copies back).
+  if (device_layers_ < config_.num_layers && !blob_parts.empty())
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int l = 0; l < config_.num_layers; ++l) {
+    char* blob = layer_blob_target(l);
+    for (const Part& p : blob_parts) {
+      if (on_host(l)) {
+        kernels::retile_rows_host(reinterpret_cast<int8_t*>(blob + p.offset), p.shape->rows,
+                                  p.shape->cols, true);
+      } else {
+        RS_TRY_STATUS(tile_on_gpu(blob + p.offset, *p.shape));
+      }
+    }
+  }
+  if (head) RS_TRY_STATUS(tile_on_gpu(lm_head_target() + head_.q, lm_head_));
+  // The scratch is freed on return: wait for the work that uses it.
+  if (scratch.bytes() > 0) CUDA_CHECK(cudaStreamSynchronize(stream));
   return ok();
 }
 

@@ -42,6 +42,10 @@ struct DeviceLinear {
   const __nv_bfloat16* q_bf16 = nullptr;  // resident prefill copy, or null
   int rows = 0;
   int cols = 0;
+  // How `q` is laid out: tiled for the decode GEMVs wherever the shape
+  // allows (WeightPlacement::gemv_layout); the prefill reads the bf16 copy
+  // or dequantizes through kernels::int8_to_bf16, which undoes the tiles.
+  kernels::WeightLayout layout = kernels::WeightLayout::kRowMajor;
   GemvShapes gemv;  // decode launch shapes
 };
 
@@ -52,6 +56,7 @@ inline kernels::GemvArgs gemv_args(const DeviceLinear& l, const __nv_bfloat16* x
   kernels::GemvArgs a;
   a.pdl = pdl;
   a.w = l.q;
+  a.layout = l.layout;
   a.scale = l.scale;
   a.bias = l.bias;
   a.rows = l.rows;
@@ -81,6 +86,10 @@ struct WeightPlacement {
   // pinned, mapped memory. The embedding, when on the host, is always pinned:
   // its rows are gathered by a kernel.
   HostMemory host_layers = HostMemory::kPinnedMapped;
+  // The int8 weights' layout wherever they live, applied by finish():
+  // 16x64 tiles for every linear whose shape allows (weight_layout.h: the
+  // decode GEMVs stream them faster), or row-major as loaded.
+  kernels::WeightLayout gemv_layout = kernels::WeightLayout::kTiled16x64;
 };
 
 // Which fused linears carry a bias (Qwen2: qkv only). The blob layout
@@ -151,11 +160,15 @@ class DeviceModel {
   const LinearSlots& lm_head_slots() const { return head_; }
   __nv_bfloat16* lm_head_bf16_target() const;  // null without head_bf16
 
-  // After filling: the bf16 prefill copies from the int8 weights (GPU work
-  // on `stream`) and the tied head's alias, when they apply.
+  // After filling (row-major, as the fillers write): the bf16 prefill copies
+  // from the int8 weights and the tied head's alias, when they apply, then
+  // the int8 weights into their layouts (DeviceLinear::layout; GPU work on
+  // `stream`, host-side blobs on the CPU).
   Status finish(bool tied_head, cudaStream_t stream);
 
  private:
+  Status tile_weights(cudaStream_t stream);
+
   model::ModelConfig config_;
   LinearBiases biases_;
   DeviceBuffer storage_;

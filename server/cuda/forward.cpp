@@ -148,8 +148,7 @@ Status Forward::linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloa
                                cudaStream_t stream) {
   const __nv_bfloat16* w = l.q_bf16;
   if (!w) {
-    RS_TRY_STATUS(
-        kernels::int8_to_bf16(l.q, ws_.dequant, static_cast<size_t>(l.rows) * l.cols, stream));
+    RS_TRY_STATUS(kernels::int8_to_bf16(l.q, ws_.dequant, l.rows, l.cols, l.layout, stream));
     w = ws_.dequant;
   }
   return kernels::gemm_bf16_nt(cublas_, ntok, l.rows, l.cols, x, l.cols, w, l.cols, ws_.gemm_out,

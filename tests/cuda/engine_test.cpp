@@ -306,6 +306,24 @@ TEST_P(CudaGolden, GraphsAndDirectLaunchesAgree) {
   expect_engines_agree(*a, *b, cases[3].prompt, cases[1].prompt, 10, -1);
 }
 
+// The int8 weights in 16x64 tiles (the default, where a shape allows) or
+// row-major: only where the kernels read each weight changes, so the same
+// tokens and the same logits. One side dequantizes the tiles for prefill
+// (kernels::int8_to_bf16 on the tiled layout), the other reads its resident
+// bf16 copy, made before tiling. Default GEMV shapes on both sides.
+TEST_P(CudaGolden, TiledAndRowMajorWeightsAgree) {
+  const auto cases = load_golden(GetParam());
+  cuda::CudaTuning row_major, tiled;
+  row_major.tiled_weights = false;
+  row_major.tune_gemv = tiled.tune_gemv = false;
+  row_major.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
+  tiled.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
+  auto a = make_cuda(load_fixture(GetParam()), 2, row_major);
+  auto b = make_cuda(load_fixture(GetParam()), 2, tiled);
+  ASSERT_TRUE(a && b);
+  expect_engines_agree(*a, *b, cases[1].prompt, cases[3].prompt, 12, 1e-6);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGolden,
                          ::testing::Values("tiny-qwen2-int8exact", "tiny-qwen2"),
                          [](const auto& info) {
@@ -368,6 +386,27 @@ TEST(CudaVsCpu, SevenBLayerShapesAgree) {
     (*cpu)->release(len);
     gpu->release(len);
   }
+}
+
+// The tiling at the 7B's shapes (every linear tiles there, the output head
+// included): tiled against row-major weights, prefill through the tiled
+// dequantization on one side.
+TEST(CudaTiledWeights, SevenBLayerShapesMatchRowMajor) {
+  auto spec = model::load_model("synthetic:deepseek-r1-distill-qwen-7b,layers=2", {});
+  ASSERT_TRUE(spec) << spec.error().to_string();
+  cuda::CudaTuning row_major, tiled;
+  row_major.tiled_weights = false;
+  row_major.tune_gemv = tiled.tune_gemv = false;
+  tiled.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;
+  auto a = make_cuda(*spec, 2, row_major);
+  auto b = make_cuda(std::move(spec).value(), 2, tiled);
+  ASSERT_TRUE(a && b);
+  std::mt19937_64 rng(test_seed() ^ 0x7113d);
+  std::uniform_int_distribution<int> tok(0, 152063);
+  std::vector<int32_t> p1(21), p2(5);
+  for (auto& t : p1) t = tok(rng);
+  for (auto& t : p2) t = tok(rng);
+  expect_engines_agree(*a, *b, p1, p2, 4, 1e-6);
 }
 
 // Token-for-token agreement of the samplers on equal logits is tested at the

@@ -39,10 +39,19 @@ Host make_host(const Problem& p, std::mt19937_64& rng) {
   return h;
 }
 
+// The weights as the kernel reads them in `layout`.
+std::vector<int8_t> laid_out(const Problem& p, const Host& h, kernels::WeightLayout layout) {
+  std::vector<int8_t> q = h.q;
+  if (layout == kernels::WeightLayout::kTiled16x64)
+    kernels::retile_rows_host(q.data(), p.rows, p.cols, true);
+  return q;
+}
+
 // Runs one GEMV; returns the output as doubles.
 std::vector<double> run(const Problem& p, const Host& h, GemvEpilogue epi, const GemvConfig* cfg,
-                        const std::vector<float>* resid_in) {
-  DeviceBuffer<int8_t> q(h.q);
+                        const std::vector<float>* resid_in,
+                        kernels::WeightLayout layout = kernels::WeightLayout::kRowMajor) {
+  DeviceBuffer<int8_t> q(laid_out(p, h, layout));
   DeviceBuffer<float> scale(h.scale);
   DeviceBuffer<float> bias(h.bias.empty() ? std::vector<float>{0.0f} : h.bias);
   DeviceBuffer<uint16_t> x(h.x);
@@ -60,6 +69,7 @@ std::vector<double> run(const Problem& p, const Host& h, GemvEpilogue epi, const
   }
   GemvArgs a;
   a.w = q.get();
+  a.layout = layout;
   a.scale = scale.get();
   a.bias = h.bias.empty() ? nullptr : bias.get();
   a.rows = p.rows;
@@ -102,8 +112,9 @@ std::vector<double> expected(const Problem& p, const Host& h, GemvEpilogue epi,
 }
 
 // Checks the default launch (configs empty) or each of `configs` against the
-// reference; host data and the reference are computed once per problem, the
-// output is poisoned (or, for the residual epilogue, re-uploaded) before
+// reference, with the weights row-major and, where the shape allows, also in
+// 16x64 tiles; host data and the reference are computed once per problem,
+// the output is poisoned (or, for the residual epilogue, re-uploaded) before
 // every run.
 void check(const Problem& p, GemvEpilogue epi, const std::vector<GemvConfig>& configs = {}) {
   std::mt19937_64 rng(test_seed() ^ (p.rows * 131 + p.cols * 7 + p.batch));
@@ -114,11 +125,17 @@ void check(const Problem& p, GemvEpilogue epi, const std::vector<GemvConfig>& co
   const auto* rp = resid.empty() ? nullptr : &resid;
   const auto want = expected(p, h, epi, rp);
   const bool bf16_out = epi == GemvEpilogue::kStoreBf16 || epi == GemvEpilogue::kSiluMulBf16;
+  std::vector<kernels::WeightLayout> layouts = {kernels::WeightLayout::kRowMajor};
+  if (kernels::tiled_layout_fits(p.rows, p.cols))
+    layouts.push_back(kernels::WeightLayout::kTiled16x64);
   auto one = [&](const GemvConfig* cfg) {
-    const auto got = run(p, h, epi, cfg, rp);
-    EXPECT_LT(ref::rel_l2(got, want), bf16_out ? 5e-3 : 1e-5)
-        << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch << " config "
-        << (cfg ? kernels::describe(*cfg) : "default");
+    for (auto layout : layouts) {
+      const auto got = run(p, h, epi, cfg, rp, layout);
+      EXPECT_LT(ref::rel_l2(got, want), bf16_out ? 5e-3 : 1e-5)
+          << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch << " config "
+          << (cfg ? kernels::describe(*cfg) : "default")
+          << (layout == kernels::WeightLayout::kRowMajor ? " row-major" : " tiled");
+    }
   };
   if (configs.empty()) {
     one(nullptr);
@@ -388,8 +405,36 @@ TEST(Gemv, RejectsBadArguments) {
   EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{2, 8, 2, true}, nullptr));  // pipelined: 1 tile
   EXPECT_FALSE(kernels::gemv_w8a16(a, GemvConfig{1, 8, 4, true}, nullptr));  // pipelined: pairs
   EXPECT_TRUE(kernels::gemv_w8a16(a, GemvConfig{1, 8, 2, true}, nullptr));
+  a.layout = kernels::WeightLayout::kTiled16x64;  // 2 x 32 is no whole 16 x 64 tile
+  EXPECT_FALSE(kernels::gemv_w8a16(a, nullptr));
+  a.layout = kernels::WeightLayout::kRowMajor;
   a.ld_out = 1;
   EXPECT_FALSE(kernels::gemv_w8a16(a, nullptr));
+}
+
+// The layout changes only where each weight is read from, not the order
+// anything is summed in: tiled and row-major give bitwise the same outputs
+// under every launch shape.
+TEST(Gemv, TiledAndRowMajorWeightsAgreeBitwise) {
+  const std::pair<Problem, GemvEpilogue> cases[] = {
+      {{1024, 3584, 4, true}, GemvEpilogue::kStoreF32},
+      {{256, 18944, 1, false}, GemvEpilogue::kResidualAddF32},
+      {{2 * 1024, 3584, 3, false}, GemvEpilogue::kSiluMulBf16}};
+  for (const auto& [p, epi] : cases) {
+    std::mt19937_64 rng(test_seed() ^ (p.rows * 17 + p.cols));
+    const Host h = make_host(p, rng);
+    std::vector<float> resid;
+    if (epi == GemvEpilogue::kResidualAddF32)
+      resid = ref::random_f32(static_cast<size_t>(p.batch) * p.rows, rng, -4.0f, 4.0f);
+    const auto* rp = resid.empty() ? nullptr : &resid;
+    for (const auto& cfg : kernels::gemv_configs(epi, true)) {
+      const auto row_major = run(p, h, epi, &cfg, rp, kernels::WeightLayout::kRowMajor);
+      const auto tiled = run(p, h, epi, &cfg, rp, kernels::WeightLayout::kTiled16x64);
+      int diff = 0;
+      for (size_t i = 0; i < tiled.size(); ++i) diff += tiled[i] != row_major[i];
+      EXPECT_EQ(diff, 0) << p.rows << "x" << p.cols << " under " << kernels::describe(cfg);
+    }
+  }
 }
 
 }  // namespace

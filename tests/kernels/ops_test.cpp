@@ -310,6 +310,41 @@ TEST(Quantize, Int8ToBf16IsExact) {
   }
 }
 
+// The GPU retiling and the tiled dequantization against the layout's
+// definition (kernels::tiled_offset), element by element.
+TEST(Quantize, TilesAndUntilesByTheLayout) {
+  std::mt19937_64 rng(test_seed() ^ 0x711e);
+  for (auto [rows, cols] :
+       {std::pair{16, 64}, std::pair{48, 192}, std::pair{4608, 3584}, std::pair{32, 18944}}) {
+    const size_t n = static_cast<size_t>(rows) * cols;
+    const auto q = ref::random_int8(n, rng);
+    DeviceBuffer<int8_t> src(q), tiled(n);
+    tiled.poison();
+    ASSERT_TRUE(kernels::tile_int8_rows(src.get(), tiled.get(), rows, cols, nullptr));
+    const auto t = tiled.download();
+    int bad = 0;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        bad += t[kernels::tiled_offset(r, c, cols)] != q[static_cast<size_t>(r) * cols + c];
+    EXPECT_EQ(bad, 0) << rows << "x" << cols;
+
+    DeviceBuffer<uint16_t> out(n);
+    out.poison();
+    ASSERT_TRUE(kernels::int8_to_bf16(tiled.get(), bf(out), rows, cols,
+                                      kernels::WeightLayout::kTiled16x64, nullptr));
+    const auto o = out.download();
+    bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += ref::bf16(o[i]) != static_cast<float>(q[i]);
+    EXPECT_EQ(bad, 0) << rows << "x" << cols << " (back to row-major bf16)";
+  }
+  DeviceBuffer<int8_t> a(17 * 64), b(17 * 64);
+  EXPECT_FALSE(kernels::tile_int8_rows(a.get(), b.get(), 17, 64, nullptr));       // rows % 16
+  EXPECT_FALSE(kernels::tile_int8_rows(a.get(), b.get(), 16, 40, nullptr));       // cols % 64
+  EXPECT_FALSE(kernels::tile_int8_rows(a.get(), a.get() + 16, 16, 64, nullptr));  // overlap
+  EXPECT_FALSE(
+      kernels::int8_to_bf16(a.get(), nullptr, 17, 64, kernels::WeightLayout::kTiled16x64, nullptr));
+}
+
 TEST(Quantize, RowsMatchSymmetricPerRowRule) {
   std::mt19937_64 rng(test_seed());
   const int rows = 37, cols = 3584;

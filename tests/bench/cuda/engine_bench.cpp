@@ -115,7 +115,7 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
   static const std::pair<const char*, const char*> kTags[] = {
       {"(graphs)", "decode"},
       {"(graphs, no PDL)", "decode_nopdl"},
-      {"(graphs, persistent GEMVs offered)", "decode_persistent"},
+      {"(graphs, row-major weights)", "decode_rowmajor"},
       {"(graphs, RoPE + split attention)", "decode_split_attention"}};
   for (const auto& [l, tag] : kTags)
     if (std::string(label) == l)
@@ -166,10 +166,9 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
   // Without programmatic dependent launch (CudaTuning::pdl, on by default
   // since this comparison showed it helps).
   variant("(graphs, no PDL)", [](cuda::CudaTuning& t) { t.pdl = false; });
-  // The persistent GEMV shapes offered to the tuner too
-  // (CudaTuning::persistent_gemv, off by default until this measures it).
-  variant("(graphs, persistent GEMVs offered)",
-          [](cuda::CudaTuning& t) { t.persistent_gemv = true; });
+  // The int8 weights row-major, as loaded (CudaTuning::tiled_weights, on
+  // by default since this comparison showed the tiles help).
+  variant("(graphs, row-major weights)", [](cuda::CudaTuning& t) { t.tiled_weights = false; });
   // RoPE and the split attention as two kernels (CudaTuning::
   // attention_cluster = 0: the path GPUs without clusters take).
   variant("(graphs, RoPE + split attention)", [](cuda::CudaTuning& t) { t.attention_cluster = 0; });

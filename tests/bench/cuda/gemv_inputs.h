@@ -61,10 +61,15 @@ class GemvInputs {
   int copies() const { return static_cast<int>(w_.size()); }
   const void* weights(int copy) const { return w_[copy % w_.size()]; }
 
-  // The arguments of a launch over weight copy `copy` (mod copies()).
-  kernels::GemvArgs args(int copy, int batch) const {
+  // The arguments of a launch over weight copy `copy` (mod copies()), the
+  // weights read as tiled (the engine's layout wherever the shape allows)
+  // or as row-major. The bytes are random either way.
+  kernels::GemvArgs args(int copy, int batch, bool tiled = true) const {
     kernels::GemvArgs a;
     a.w = static_cast<int8_t*>(w_[copy % w_.size()]);
+    a.layout = tiled && kernels::tiled_layout_fits(shape_.rows, shape_.cols)
+                   ? kernels::WeightLayout::kTiled16x64
+                   : kernels::WeightLayout::kRowMajor;
     a.scale = static_cast<float*>(scale_);
     a.rows = shape_.rows;
     a.cols = shape_.cols;

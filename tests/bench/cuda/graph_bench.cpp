@@ -6,9 +6,10 @@
 // graph: the floor the step's other kernels are added to. Next to each, a
 // plain read-only pass over the same bytes, one kernel per matrix: what a
 // GEMV launched per matrix could reach at best, so the part of the gap to the
-// roofline that no GEMV kernel of this launch structure can close. And the
-// GEMV's loads without its arithmetic, in the row-major layout the weights
-// have and in a tiled one they could have: what the access pattern costs.
+// roofline that no GEMV kernel of this launch structure can close. The
+// shapes are timed on tiled weights (the engine's layout); the batch-1 shape
+// also on row-major ones. And the GEMV's loads without its arithmetic,
+// row-major and tiled: what the access pattern alone costs.
 #include <cuda_bf16.h>
 
 #include <cstdio>
@@ -48,8 +49,9 @@ void read_pass(const Family& f, int copy, uint32_t* sink, cudaStream_t s) {
   check(launch_read(f.in.weights(copy), f.in.weight_bytes(), sink, s), "read pass");
 }
 
-void run(const Family& f, int copy, int batch, const GemvConfig& cfg, cudaStream_t s) {
-  if (!kernels::gemv_w8a16(f.in.args(copy, batch), cfg, s)) std::exit(1);
+void run(const Family& f, int copy, int batch, const GemvConfig& cfg, cudaStream_t s,
+         bool tiled = true) {
+  if (!kernels::gemv_w8a16(f.in.args(copy, batch, tiled), cfg, s)) std::exit(1);
 }
 
 // Every launch shape of one family, in a graph of `reps` launches over
@@ -77,6 +79,11 @@ void time_family(Family& f, const Ceilings& c, uint32_t* sink) {
                 kernels::describe(best_cfg).c_str(), best * 1e3, bytes / best / 1e6,
                 100 * bytes / best / 1e6 / c.copy_gbs);
   }
+  // The batch-1 shape on the same bytes read row-major: what the tiles gain.
+  int j = 0;
+  const double row_major_us =
+      1e3 * graph_ms([&](cudaStream_t s) { run(f, j++, 1, f.best, s, false); }, reps);
+  std::printf(" | b1 row-major %6.1f us", row_major_us);
   int i = 0;
   f.read_us = 1e3 * graph_ms([&](cudaStream_t s) { read_pass(f, i++, sink, s); }, reps);
   std::printf(" | read-only pass %6.1f us %5.1f%%", f.read_us,
