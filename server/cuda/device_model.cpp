@@ -320,7 +320,7 @@ Status DeviceModel::finish(bool tied_head, cudaStream_t stream) {
 Status DeviceModel::tile_weights(cudaStream_t stream) {
   using kernels::WeightLayout;
   struct Part {
-    size_t offset;  // of q in its blob or in the device storage
+    size_t offset;  // of q in a layer blob
     const DeviceLinear* shape;
   };
   std::vector<Part> blob_parts;
