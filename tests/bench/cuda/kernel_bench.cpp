@@ -26,7 +26,8 @@ using kernels::GemvEpilogue;
 void gemv_bench(const Ceilings& c, bool quick) {
   std::vector<GemvShape> shapes(std::begin(kLayerGemvs), std::end(kLayerGemvs));
   shapes.push_back(kHeadGemv);
-  std::printf("\n== W8A16 GEMV (weights rotated over >= 512 MB so L2 never holds them)\n");
+  std::printf(
+      "\n== W8A16 GEMV (weights in 16x64 tiles, rotated over >= 512 MB so L2 never holds them)\n");
   std::printf("  %-22s %5s %-10s %9s %8s %7s %7s   %s\n", "shape", "batch", "best", "us", "GB/s",
               "%copy", "%read", "(reference variant: original kernel, default shape)");
   for (const auto& s : shapes) {
