@@ -83,9 +83,7 @@ namespace detail {
 
 cudaError_t int8_to_bf16_launch(const int8_t* q, __nv_bfloat16* out, size_t n,
                                 cudaStream_t stream) {
-  size_t blocks = (n / 4 + 255) / 256;
-  blocks = blocks < 1 ? 1 : (blocks > 4096 ? 4096 : blocks);
-  int8_to_bf16_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(q, out, n);
+  int8_to_bf16_kernel<<<grid_for(n / 4), 256, 0, stream>>>(q, out, n);
   return cudaGetLastError();
 }
 
