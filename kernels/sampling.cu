@@ -1,79 +1,19 @@
-#include "common.cuh"
 #include "sampling.h"
+#include "sampling_candidates.cuh"
 
 namespace ringserve::kernels {
 namespace {
 
+using detail::ArgMax;
+using detail::better;
+using detail::block_argmax;
+using detail::block_exclusive_scan;
+using detail::weight;
+
 constexpr int kThreads = 1024;
+static_assert(kThreads == detail::kSortThreads);
 constexpr int kPartialThreads = 256;
 static_assert(kHeadSlices <= kThreads);
-constexpr float kFixedOne = 1099511627776.0f;  // 2^40
-
-__device__ __forceinline__ uint64_t mix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-__device__ __forceinline__ uint64_t weight(float p) {
-  return __float2ull_rz(p * kFixedOne);
-}
-
-struct ArgMax {
-  float v;
-  int i;
-};
-
-__device__ __forceinline__ ArgMax better(ArgMax a, ArgMax b) {
-  if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
-  return a;
-}
-
-__device__ ArgMax block_argmax(ArgMax a, ArgMax* scratch) {
-  for (int o = 16; o > 0; o >>= 1) {
-    ArgMax b{__shfl_xor_sync(0xffffffffu, a.v, o), __shfl_xor_sync(0xffffffffu, a.i, o)};
-    a = better(a, b);
-  }
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a;
-  __syncthreads();
-  a = threadIdx.x < blockDim.x / 32 ? scratch[threadIdx.x] : ArgMax{-INFINITY, 0x7fffffff};
-  if (threadIdx.x < 32) {
-    for (int o = 16; o > 0; o >>= 1) {
-      ArgMax b{__shfl_xor_sync(0xffffffffu, a.v, o), __shfl_xor_sync(0xffffffffu, a.i, o)};
-      a = better(a, b);
-    }
-    if (threadIdx.x == 0) scratch[0] = a;
-  }
-  __syncthreads();
-  return scratch[0];
-}
-
-// Exclusive prefix sum over the block (thread order); also returns the total.
-__device__ uint64_t block_exclusive_scan(uint64_t v, uint64_t* scratch, uint64_t& total) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  uint64_t inc = v;
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint64_t y = __shfl_up_sync(0xffffffffu, inc, o);
-    if (lane >= o) inc += y;
-  }
-  __syncthreads();
-  if (lane == 31) scratch[warp] = inc;
-  __syncthreads();
-  if (warp == 0) {
-    uint64_t w = scratch[lane];
-    for (int o = 1; o < 32; o <<= 1) {
-      const uint64_t y = __shfl_up_sync(0xffffffffu, w, o);
-      if (lane >= o) w += y;
-    }
-    scratch[lane] = w;  // inclusive over warps
-  }
-  __syncthreads();
-  total = scratch[31];
-  const uint64_t before = warp > 0 ? scratch[warp - 1] : 0;
-  return before + inc - v;
-}
 
 // Largest key tau (float bits of p >= 0) with W(keys >= tau) >= target, where
 // W counts elements (by_mass false) or sums fixed-point mass. Returns tau and
@@ -158,12 +98,23 @@ __device__ void keep_top(float* p, int V, uint32_t tau, uint64_t need, uint64_t*
 // of the one block that samples.
 __global__ void __launch_bounds__(kPartialThreads)
     head_partials_kernel(float* __restrict__ logits, int V, int batch,
-                         HeadPartial* __restrict__ partials) {
+                         SamplingRowScratch* __restrict__ rows, bool zero_histograms) {
   __shared__ float fred[32];
   __shared__ ArgMax ared[32];
   const int b = blockIdx.y, slice = blockIdx.x;
-  const int per = (V + kHeadSlices - 1) / kHeadSlices;
-  const int begin = min(V, slice * per), end = min(V, begin + per);
+  SamplingRowScratch& row = rows[b];
+  if (zero_histograms) {
+    // The next kernel (mass_histogram_kernel) adds into them.
+    constexpr int kPer = (kMassBins + kHeadSlices - 1) / kHeadSlices;
+    for (int i = slice * kPer + threadIdx.x; i < min(kMassBins, (slice + 1) * kPer);
+         i += kPartialThreads) {
+      row.bin_count[i] = 0;
+      row.bin_mass[i] = 0;
+    }
+    if (slice == 0 && threadIdx.x == 0) row.n_candidates = 0;
+  }
+  int begin, end;
+  detail::slice_range(V, slice, begin, end);
   float* hi = logits + static_cast<size_t>(b) * V;
   const float* lo = logits + static_cast<size_t>(batch + b) * V;
   ArgMax best{-INFINITY, 0x7fffffff};
@@ -177,17 +128,41 @@ __global__ void __launch_bounds__(kPartialThreads)
   if (best.v > -INFINITY)
     for (int i = begin + threadIdx.x; i < end; i += kPartialThreads) z += expf(hi[i] - best.v);
   z = detail::block_sum(z, fred);
-  if (threadIdx.x == 0) partials[b * kHeadSlices + slice] = HeadPartial{best.v, best.i, z};
+  if (threadIdx.x == 0) row.partials[slice] = HeadPartial{best.v, best.i, z};
 }
 
+// The sampling block's shared work space: the one-block selects' histogram,
+// and with kCandidates the candidates' sort, which never overlap.
+template <bool kCandidates>
+struct SampleWork {
+  unsigned long long hist[256];
+};
+template <>
+struct SampleWork<true> {
+  union {
+    unsigned long long hist[256];
+    detail::BinPrefix prefix;  // the plan's, done with before the sort
+    detail::CandidateSort::TempStorage sort;
+  };
+  detail::RegionPlan plan;
+  int result;
+};
+
+// One block a row: the greedy token, a sampled row's draw (from the
+// candidates or the id-order slice where kCandidates allows, else over the
+// whole vocabulary), the log-probabilities. rows: null when no
+// head_partials_kernel ran (then kCandidates is false).
+template <bool kCandidates>
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* __restrict__ logits, int ld, int V,
                   const SamplingSlot* __restrict__ slots, float* __restrict__ scratch,
-                  const HeadPartial* __restrict__ partials, SampleResult* __restrict__ results) {
+                  SamplingRowScratch* __restrict__ rows, SampleResult* __restrict__ results) {
   __shared__ float fred[32];
   __shared__ ArgMax ared[32];
-  __shared__ unsigned long long hist[256];
+  __shared__ SampleWork<kCandidates> work;
+  unsigned long long* hist = work.hist;
   __shared__ uint64_t scan_scratch[32];
+  __shared__ uint64_t shared_u64[2];
   __shared__ uint32_t state[4];
   __shared__ int32_t chosen[kMaxTopLogprobs];
   __shared__ int32_t picked;
@@ -201,8 +176,8 @@ __global__ void __launch_bounds__(kThreads)
   // slices' partials when head_partials_kernel ran, else two passes here.
   ArgMax best{-INFINITY, 0x7fffffff};
   float z = 0.0f;
-  if (partials) {
-    const HeadPartial* pr = partials + b * kHeadSlices;
+  if (rows) {
+    const HeadPartial* pr = rows[b].partials;
     const HeadPartial mine =
         threadIdx.x < kHeadSlices ? pr[threadIdx.x] : HeadPartial{-INFINITY, 0x7fffffff, 0.0f};
     best = block_argmax(ArgMax{mine.m, mine.i}, ared);
@@ -217,9 +192,29 @@ __global__ void __launch_bounds__(kThreads)
   const float lse = m + logf(z);
 
   int token = best.i;
-  if (s.temperature > 0.0f && s.top_k != 1) {
-    const float inv_t = 1.0f / s.temperature;
-    for (int i = threadIdx.x; i < V; i += kThreads) p[i] = expf((l[i] - m) * inv_t);
+  SampleRoute route = SampleRoute::kGreedy;
+  const float inv_t = 1.0f / s.temperature;
+  if constexpr (kCandidates) {
+    if (detail::samples(s)) {
+      detail::plan_region(rows[b], s, V, work.prefix, scan_scratch, &work.result, work.plan);
+      const uint32_t n = rows[b].n_candidates;
+      if (threadIdx.x == 0) picked = best.i;  // only if no token has mass
+      __syncthreads();
+      if (work.plan.id_order) {
+        detail::draw_in_id_order(rows[b], l, V, s, m, inv_t, scan_scratch, shared_u64, &picked);
+        route = SampleRoute::kIdOrder;
+      } else if (work.plan.fits && n == work.plan.count &&
+                 detail::draw_from_candidates(rows[b], n, s, V, work.plan, work.sort, scan_scratch,
+                                              shared_u64, &picked)) {
+        route = SampleRoute::kCandidates;
+      }
+      token = picked;
+      __syncthreads();  // picked and the shared scratch are reused below
+    }
+  }
+  if (detail::samples(s) && route == SampleRoute::kGreedy) {
+    route = SampleRoute::kOneBlock;
+    for (int i = threadIdx.x; i < V; i += kThreads) p[i] = detail::sample_prob(l[i], m, inv_t);
     __syncthreads();
     uint32_t tau;
     uint64_t above;
@@ -232,8 +227,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int i = threadIdx.x; i < V; i += kThreads) mine += weight(p[i]);
       uint64_t total;
       block_exclusive_scan(mine, scan_scratch, total);
-      const double want = ceil(static_cast<double>(fmaxf(s.top_p, 0.0f)) * total);
-      const uint64_t target = max(static_cast<uint64_t>(want), static_cast<uint64_t>(1));
+      const uint64_t target = detail::nucleus_target(s.top_p, total);
       radix_select(p, V, true, target, tau, above, hist, state);
       const uint64_t w_tau = weight(__uint_as_float(tau));
       const uint64_t need = w_tau > 0 ? (target - above + w_tau - 1) / w_tau : 0;
@@ -246,12 +240,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = begin; i < end; ++i) mine += weight(p[i]);
     uint64_t total;
     const uint64_t before = block_exclusive_scan(mine, scan_scratch, total);
-    // engine::uniform_variate(seed, step) of the CPU sampler.
-    const double u =
-        static_cast<double>(mix64(mix64(s.seed) ^ (s.counter * 0xd1b54a32d192ed03ull)) >> 11) *
-        0x1.0p-53;
-    uint64_t r = static_cast<uint64_t>(u * static_cast<double>(total));
-    if (total > 0 && r >= total) r = total - 1;
+    const uint64_t r = detail::draw_position(s, total);
     if (threadIdx.x == 0) picked = best.i;  // total == 0 cannot happen (max has p = 1)
     __syncthreads();
     const bool truncated = (s.top_k > 0 && s.top_k < V) || s.top_p < 1.0f;
@@ -304,6 +293,7 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     out->token = token;
     out->logprob = l[token] - lse;
+    if (rows) rows[b].route = route;
   }
 }
 
@@ -314,19 +304,28 @@ namespace detail {
 cudaError_t sample_launch(const float* logits, int ld, int batch, int vocab,
                           const SamplingSlot* slots, float* scratch, SampleResult* results,
                           cudaStream_t stream) {
-  sample_kernel<<<batch, kThreads, 0, stream>>>(logits, ld, vocab, slots, scratch, nullptr,
-                                                results);
+  sample_kernel<false>
+      <<<batch, kThreads, 0, stream>>>(logits, ld, vocab, slots, scratch, nullptr, results);
   return cudaGetLastError();
 }
 
 cudaError_t sample_halves_launch(float* logits, int batch, int vocab, const SamplingSlot* slots,
-                                 float* scratch, HeadPartial* partials, SampleResult* results,
-                                 cudaStream_t stream) {
-  head_partials_kernel<<<dim3(kHeadSlices, batch), kPartialThreads, 0, stream>>>(logits, vocab,
-                                                                                 batch, partials);
+                                 float* scratch, SamplingRowScratch* rows, SampleResult* results,
+                                 SampleStrategy strategy, cudaStream_t stream) {
+  const bool candidates = strategy == SampleStrategy::kCandidates;
+  head_partials_kernel<<<dim3(kHeadSlices, batch), kPartialThreads, 0, stream>>>(
+      logits, vocab, batch, rows, candidates);
   if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-  sample_kernel<<<batch, kThreads, 0, stream>>>(logits, vocab, vocab, slots, scratch, partials,
-                                                results);
+  if (candidates)
+    if (const cudaError_t err = sample_candidates_launch(logits, batch, vocab, slots, rows, stream);
+        err != cudaSuccess)
+      return err;
+  if (candidates)
+    sample_kernel<true>
+        <<<batch, kThreads, 0, stream>>>(logits, vocab, vocab, slots, scratch, rows, results);
+  else
+    sample_kernel<false>
+        <<<batch, kThreads, 0, stream>>>(logits, vocab, vocab, slots, scratch, rows, results);
   return cudaGetLastError();
 }
 

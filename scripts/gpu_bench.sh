@@ -98,7 +98,7 @@ if ((bench)); then
   r=$?; rc=$((rc | (r != 0)))
   cat "$out/cuda_bench.log"
   note "cuda_bench: rc=$r (log: cuda_bench.log)"
-  grep -E "copy ceiling|decode batch|prefill 512|RESULT|decode GEMV shapes" "$out/cuda_bench.log" \
+  grep -E "copy ceiling|decode batch|prefill 512|RESULT|decode GEMV shapes|sampler batch|sampling batch" "$out/cuda_bench.log" \
     >> "$summary"
 fi
 

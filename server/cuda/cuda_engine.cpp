@@ -392,6 +392,12 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
       cudaDeviceGetAttribute(&decode_kernels.sms, cudaDevAttrMultiProcessorCount, options.device));
   decode_kernels.num_kv_heads = c.num_kv_heads;
   decode_kernels.cluster_max_context = e->tuning_.cluster_attention_max_context;
+  decode_kernels.sampling = e->tuning_.sampling == CudaTuning::Sampling::kCandidates
+                                ? kernels::SampleStrategy::kCandidates
+                                : kernels::SampleStrategy::kOneBlock;
+  log->info("cuda: sampled rows draw {}", e->tuning_.sampling == CudaTuning::Sampling::kCandidates
+                                              ? "from candidates (mass histogram, gather, sort)"
+                                              : "with one block over the vocabulary");
   const int cluster = decode_kernels.attention_cluster;
   auto cluster_sizes = [&]() -> std::string {
     if (cluster > 0) return std::to_string(cluster);

@@ -74,6 +74,15 @@ struct CudaTuning {
   // On an H100: 324 against 305 tok/s at batch 1, 1243 against 1158 at
   // batch 4 (docs/BENCHMARKS.md; not yet measured on the H200).
   bool tiled_weights = true;
+  // How a sampled (temperature > 0) row draws its token; both draw the same
+  // tokens (kernels::SampleStrategy). kOneBlock: one block a row walks the
+  // whole vocabulary, about 1.3 ms a step at 152k tokens on the H200 with
+  // top-k and top-p. kCandidates: a mass histogram and a gather over
+  // kHeadSlices blocks a row, then one block sorts at most 4096 tokens.
+  // kOneBlock stays the default until kCandidates has been measured on a
+  // GPU (docs/BENCHMARKS.md).
+  enum class Sampling { kOneBlock, kCandidates };
+  Sampling sampling = Sampling::kOneBlock;
 };
 
 struct CudaEngineStats {

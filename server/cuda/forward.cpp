@@ -37,8 +37,8 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
                                       m_.lm_head().gemv.for_batch(rows), stream));
   }
   return kernels::sample_tokens_from_halves(ws_.logits, rows, c.vocab_size, ws_.dev_meta.sampling,
-                                            ws_.sample_scratch, ws_.head_partials, ws_.sample_out,
-                                            stream);
+                                            ws_.sample_scratch, ws_.sample_rows, ws_.sample_out,
+                                            kernels_.sampling, stream);
 }
 
 // RoPE + KV write of layer `layer` for `ntok` rows of the step metadata.

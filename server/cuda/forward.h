@@ -14,6 +14,7 @@
 #include "cuda/workspace.h"
 #include "ringserve/common/expected.h"
 #include "rope_kv.h"
+#include "sampling.h"
 
 namespace ringserve::cuda {
 
@@ -46,6 +47,8 @@ struct DecodeKernels {
   // Steps with a longer context than this take the split kernels even so
   // (CudaTuning::cluster_attention_max_context).
   int cluster_max_context = 0;
+  // How a sampled row draws (CudaTuning::sampling).
+  kernels::SampleStrategy sampling = kernels::SampleStrategy::kOneBlock;
 
   int cluster_blocks(int batch) const {
     return attention_cluster == kAutoCluster

@@ -40,7 +40,7 @@ Layout layout(const model::ModelConfig& c, const Limits& L, bool dequant_buffer)
   o.act = a.reserve(2 * rows * I);
   o.logits = a.reserve(4 * 2 * B * V);
   o.scratch = a.reserve(4 * B * V);
-  o.head = a.reserve(sizeof(kernels::HeadPartial) * B * kernels::kHeadSlices);
+  o.head = a.reserve(sizeof(kernels::SamplingRowScratch) * B);
   o.po = a.reserve(4 * B * c.num_heads * L.max_splits * c.head_dim);
   o.pml = a.reserve(4 * B * c.num_heads * L.max_splits * 2);
   o.counters = a.reserve(4 * B * c.num_kv_heads);
@@ -104,7 +104,7 @@ Expected<Workspace> Workspace::allocate(const model::ModelConfig& c, const Limit
   w.act = reinterpret_cast<__nv_bfloat16*>(base + o.act);
   w.logits = reinterpret_cast<float*>(base + o.logits);
   w.sample_scratch = reinterpret_cast<float*>(base + o.scratch);
-  w.head_partials = reinterpret_cast<kernels::HeadPartial*>(base + o.head);
+  w.sample_rows = reinterpret_cast<kernels::SamplingRowScratch*>(base + o.head);
   w.partial_o = reinterpret_cast<float*>(base + o.po);
   w.partial_ml = reinterpret_cast<float*>(base + o.pml);
   w.split_counters = reinterpret_cast<int*>(base + o.counters);

@@ -444,6 +444,40 @@ TEST(CudaEngineSampling, SeededAndIndependentOfTheBatch) {
   EXPECT_NE(a, c);
 }
 
+// The two sampling strategies (CudaTuning::sampling) inside the engine: the
+// same tokens for every sequence of a mixed batch, greedy, temperature only
+// and truncated rows together, step after step.
+TEST(CudaEngineSampling, CandidatesAndOneBlockDrawTheSameTokens) {
+  cuda::CudaTuning one_block, candidates;
+  candidates.sampling = cuda::CudaTuning::Sampling::kCandidates;
+  auto a = make_cuda(load_fixture("tiny-qwen2-int8exact"), 4, one_block);
+  auto b = make_cuda(load_fixture("tiny-qwen2-int8exact"), 4, candidates);
+  ASSERT_TRUE(a && b);
+  std::vector<engine::SamplingParams> params(4);
+  params[0] = {.temperature = 0.6f, .top_p = 0.95f, .seed = 1};
+  params[1] = {.temperature = 0.9f, .top_p = 0.95f, .top_k = 50, .seed = 2};
+  params[2] = {.temperature = 1.0f, .seed = 3};
+  params[3] = {};  // greedy
+  const std::vector<std::vector<int32_t>> prompts = {{5, 77, 300, 12}, {9, 9, 9}, {1000}, {42, 7}};
+  auto run = [&](engine::Engine& e) {
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(e.add({i + 1, prompts[i], 64, params[i]}));
+    std::vector<std::vector<int32_t>> out(params.size());
+    for (int s = 0; s < 20; ++s) {
+      auto r = e.step();
+      EXPECT_TRUE(r);
+      if (!r) break;
+      for (const auto& t : r->tokens) out[t.id - 1].push_back(t.token);
+    }
+    return out;
+  };
+  const auto want = run(*a), got = run(*b);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(got[i], want[i]) << "sequence " << i + 1;
+    EXPECT_GE(want[i].size(), 10u) << "sequence " << i + 1;
+  }
+}
+
 TEST(CudaEngineApi, RejectsBadSequencesAndAccountsKv) {
   auto e = make_cuda(load_fixture("tiny-qwen2"), 2);
   ASSERT_NE(e, nullptr);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "device_buffer.h"
@@ -19,20 +20,54 @@ using kernels::SampleResult;
 using kernels::SamplingSlot;
 
 // The engine's path: logits as the head's two halves, summed in place, the
-// maximum and log-sum-exp from per-slice partials (sample_tokens_from_halves).
-std::vector<SampleResult> sample_halves(std::vector<float>& halves, int batch, int vocab,
-                                        const std::vector<SamplingSlot>& slots) {
+// maximum and log-sum-exp from per-slice partials (sample_tokens_from_halves),
+// with the given strategy. routes: how each row was drawn.
+std::vector<SampleResult> sample_halves_with(std::vector<float>& halves, int batch, int vocab,
+                                             const std::vector<SamplingSlot>& slots,
+                                             kernels::SampleStrategy strategy,
+                                             std::vector<kernels::SampleRoute>* routes = nullptr) {
   DeviceBuffer<float> dl(halves), scratch(static_cast<size_t>(batch) * vocab);
-  DeviceBuffer<kernels::HeadPartial> partials(static_cast<size_t>(batch) * kernels::kHeadSlices);
+  DeviceBuffer<kernels::SamplingRowScratch> rows(batch);
   DeviceBuffer<SamplingSlot> ds(slots);
   DeviceBuffer<SampleResult> out(batch);
   out.poison();
-  partials.poison();
+  rows.poison();
   auto st = kernels::sample_tokens_from_halves(dl.get(), batch, vocab, ds.get(), scratch.get(),
-                                               partials.get(), out.get(), nullptr);
+                                               rows.get(), out.get(), strategy, nullptr);
   EXPECT_TRUE(st) << (st ? "" : st.error().to_string());
   halves = dl.download();
+  if (routes) {
+    routes->resize(batch);
+    for (int b = 0; b < batch; ++b)
+      cuda_ok(cudaMemcpy(&(*routes)[b], &rows.get()[b].route, sizeof(kernels::SampleRoute),
+                         cudaMemcpyDeviceToHost),
+              "route");
+  }
   return out.download();
+}
+
+void expect_same_draws(const std::vector<SampleResult>& a, const std::vector<SampleResult>& b,
+                       const std::vector<SamplingSlot>& slots, const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t r = 0; r < a.size(); ++r) {
+    EXPECT_EQ(a[r].token, b[r].token) << what << ", row " << r;
+    EXPECT_EQ(a[r].logprob, b[r].logprob) << what << ", row " << r;
+    for (int k = 0; k < std::min(slots[r].top_logprobs, kernels::kMaxTopLogprobs); ++k)
+      EXPECT_EQ(a[r].top_ids[k], b[r].top_ids[k]) << what << ", row " << r;
+  }
+}
+
+// Both strategies on the same halves: the same tokens, bit for bit (the
+// halves come back summed, as the engine leaves them).
+std::vector<SampleResult> sample_halves(std::vector<float>& halves, int batch, int vocab,
+                                        const std::vector<SamplingSlot>& slots) {
+  std::vector<float> again(halves);
+  const auto one =
+      sample_halves_with(halves, batch, vocab, slots, kernels::SampleStrategy::kOneBlock);
+  const auto cand =
+      sample_halves_with(again, batch, vocab, slots, kernels::SampleStrategy::kCandidates);
+  expect_same_draws(one, cand, slots, "one block against candidates");
+  return one;
 }
 
 // Samples `logits` [batch][vocab] with sample_tokens, and again as halves
@@ -232,14 +267,16 @@ TEST(Sampling, RejectsBadShapes) {
   l.upload(std::vector<float>(10, 0.0f));
   DeviceBuffer<float> scratch(10);
   DeviceBuffer<SamplingSlot> slot(std::vector<SamplingSlot>(1));
-  DeviceBuffer<kernels::HeadPartial> partials(kernels::kHeadSlices);
+  DeviceBuffer<kernels::SamplingRowScratch> rows(1);
   DeviceBuffer<SampleResult> out(1);
-  EXPECT_FALSE(kernels::sample_tokens_from_halves(l.get(), 0, 5, slot.get(), scratch.get(),
-                                                  partials.get(), out.get(), nullptr));
-  EXPECT_FALSE(kernels::sample_tokens_from_halves(l.get(), 1, 5, slot.get(), scratch.get(), nullptr,
-                                                  out.get(), nullptr));
-  EXPECT_TRUE(kernels::sample_tokens_from_halves(l.get(), 1, 5, slot.get(), scratch.get(),
-                                                 partials.get(), out.get(), nullptr));
+  for (auto strategy : {kernels::SampleStrategy::kOneBlock, kernels::SampleStrategy::kCandidates}) {
+    EXPECT_FALSE(kernels::sample_tokens_from_halves(l.get(), 0, 5, slot.get(), scratch.get(),
+                                                    rows.get(), out.get(), strategy, nullptr));
+    EXPECT_FALSE(kernels::sample_tokens_from_halves(l.get(), 1, 5, slot.get(), scratch.get(),
+                                                    nullptr, out.get(), strategy, nullptr));
+    EXPECT_TRUE(kernels::sample_tokens_from_halves(l.get(), 1, 5, slot.get(), scratch.get(),
+                                                   rows.get(), out.get(), strategy, nullptr));
+  }
 }
 
 }  // namespace
@@ -279,6 +316,159 @@ TEST(Sampling, DrawsTheCpuSamplersTokens) {
     for (size_t k = 0; k < want.top.size(); ++k) EXPECT_EQ(r[b].top_ids[k], want.top[k].token);
   }
   EXPECT_GE(same, B - 1) << same << " of " << B;
+}
+
+}  // namespace
+}  // namespace ringserve::testing
+
+namespace ringserve::testing {
+namespace {
+
+// The candidates strategy draws the one-block sampler's tokens, bit for bit,
+// on the distributions that decide its route: peaked logits (the cuts fall
+// in a few sparse bins), flat ones (a thousand tokens or more a bin: the
+// cuts' bins may or may not fit), a single bin holding the whole vocabulary
+// (the same launch falls back to one block), exact ties across the top_k
+// and top_p boundaries, a top_k above the number of tokens with any mass,
+// masked tokens, untruncated rows (the id-order slice) and greedy rows.
+// Where a row's route does not depend on the random data it is checked, so
+// every path is known to have run.
+TEST(Sampling, CandidatesDrawTheOneBlockTokens) {
+  const int V = 152064;
+  using Route = kernels::SampleRoute;
+  std::mt19937_64 rng(test_seed());
+  std::normal_distribution<float> bulk(0.0f, 2.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  auto peaked = [&] {  // a bulk, and eight tokens far above it
+    std::vector<float> l(V);
+    for (auto& x : l) x = bulk(rng);
+    for (int j = 0; j < 8; ++j) l[rng() % V] = 18.0f + 4.0f * unit(rng);
+    return l;
+  };
+  auto flat = [&] { return ref::random_f32(V, rng, -1.0f, 1.0f); };
+  auto tied = [&] {  // 300 tokens at 10 and 300 at 9.5 over a bulk below 8
+    std::vector<float> l(V);
+    for (auto& x : l) x = std::min(bulk(rng), 8.0f);
+    for (int j = 0; j < 300; ++j) l[rng() % V] = 10.0f;
+    for (int j = 0; j < 300; ++j) l[rng() % V] = 9.5f;
+    return l;
+  };
+  auto equal = [&] { return std::vector<float>(V, 0.25f); };
+  auto masked = [&] {
+    auto l = peaked();
+    for (int i = 0; i < V; i += 2) l[i] = -INFINITY;
+    return l;
+  };
+  struct Row {
+    std::vector<float> logits;
+    SamplingSlot slot;
+    std::optional<Route> route;  // the one the candidates strategy must take
+  };
+  std::vector<Row> rows;
+  auto add = [&](std::vector<float> l, float t, int k, float p, std::optional<Route> route) {
+    SamplingSlot s;
+    s.temperature = t;
+    s.top_k = k;
+    s.top_p = p;
+    s.seed = rng();
+    s.counter = rng() % 1000;
+    s.top_logprobs = static_cast<int>(rows.size() % 4);
+    rows.push_back({std::move(l), s, route});
+  };
+  for (const float t : {0.6f, 1.0f}) {
+    add(peaked(), t, 40, 0.95f, Route::kCandidates);
+    add(peaked(), t, 0, 0.95f, Route::kCandidates);
+    add(peaked(), t, 1000, 0.9f, Route::kCandidates);
+    add(peaked(), t, 20, 1.0f, Route::kCandidates);
+    add(peaked(), t, 0, 0.0f, Route::kCandidates);
+    add(peaked(), t, 0, 1.0f, Route::kIdOrder);
+    add(peaked(), t, V, 1.0f, Route::kIdOrder);
+    add(peaked(), t, V - 1, 1.0f, Route::kCandidates);
+    add(flat(), t, 40, 0.9f, Route::kCandidates);  // the 40 share the top bin
+    add(flat(), t, 0, 0.9f, std::nullopt);
+    add(flat(), t, 5000, 1.0f, std::nullopt);
+    add(flat(), t, 5000, 0.5f, std::nullopt);
+    add(flat(), t, 0, 1.0f, Route::kIdOrder);
+    add(equal(), t, 0, 0.9f, Route::kOneBlock);
+    add(equal(), t, 5000, 1.0f, Route::kOneBlock);
+    add(tied(), t, 400, 1.0f, Route::kCandidates);
+    add(tied(), t, 0, 0.5f, Route::kCandidates);
+    add(tied(), t, 450, 0.8f, Route::kCandidates);
+    add(masked(), t, 40, 0.95f, Route::kCandidates);
+    add(masked(), t, 0, 1.0f, Route::kIdOrder);
+  }
+  // Only a few tokens within 27.7 * 0.05 of the maximum have any mass.
+  add(peaked(), 0.05f, 100, 1.0f, Route::kCandidates);
+  add(peaked(), 0.05f, 100, 0.9f, Route::kCandidates);
+  add(flat(), 50.0f, 0, 0.95f, Route::kOneBlock);  // ~50k tokens a bin
+  add(peaked(), 0.0f, 0, 1.0f, Route::kGreedy);
+  add(peaked(), 0.8f, 1, 1.0f, Route::kGreedy);
+
+  const int B = static_cast<int>(rows.size());
+  std::vector<float> halves(2 * static_cast<size_t>(B) * V, 0.0f);
+  std::vector<SamplingSlot> slots;
+  for (int b = 0; b < B; ++b) {
+    std::copy(rows[b].logits.begin(), rows[b].logits.end(),
+              halves.begin() + static_cast<size_t>(b) * V);
+    slots.push_back(rows[b].slot);
+  }
+  std::vector<float> again(halves);
+  std::vector<Route> one_routes, cand_routes;
+  const auto one =
+      sample_halves_with(halves, B, V, slots, kernels::SampleStrategy::kOneBlock, &one_routes);
+  const auto cand =
+      sample_halves_with(again, B, V, slots, kernels::SampleStrategy::kCandidates, &cand_routes);
+  expect_same_draws(one, cand, slots, "one block against candidates");
+  for (int b = 0; b < B; ++b) {
+    const bool greedy = rows[b].route == Route::kGreedy;
+    EXPECT_EQ(one_routes[b], greedy ? Route::kGreedy : Route::kOneBlock) << "row " << b;
+    if (rows[b].route)
+      EXPECT_EQ(cand_routes[b], *rows[b].route)
+          << "row " << b << ": T " << slots[b].temperature << " top_k " << slots[b].top_k
+          << " top_p " << slots[b].top_p;
+    else
+      EXPECT_NE(cand_routes[b], Route::kGreedy) << "row " << b;
+    if (slots[b].top_p == 0.0f) {  // the nucleus is the most likely token
+      const auto& l = rows[b].logits;
+      EXPECT_EQ(cand[b].token, std::max_element(l.begin(), l.end()) - l.begin()) << "row " << b;
+    }
+    EXPECT_GT(rows[b].logits[cand[b].token], -INFINITY) << "row " << b;  // never a masked token
+  }
+}
+
+// Many draws from one peaked row: the candidates strategy's tokens are the
+// one-block sampler's at every counter, and spread over the nucleus.
+TEST(Sampling, CandidatesAgreeAcrossManyDraws) {
+  const int V = 32000, B = 512;
+  std::mt19937_64 rng(test_seed());
+  std::normal_distribution<float> bulk(0.0f, 1.5f);
+  std::vector<float> row(V);
+  for (auto& x : row) x = bulk(rng);
+  for (int j = 0; j < 30; ++j) row[rng() % V] = 9.0f + 0.2f * static_cast<float>(j % 7);
+  std::vector<float> halves(2 * static_cast<size_t>(B) * V, 0.0f);
+  std::vector<SamplingSlot> slots(B);
+  for (int b = 0; b < B; ++b) {
+    std::copy(row.begin(), row.end(), halves.begin() + static_cast<size_t>(b) * V);
+    slots[b].temperature = 0.7f;
+    slots[b].top_k = b % 3 == 0 ? 16 : 0;
+    slots[b].top_p = b % 3 == 1 ? 1.0f : 0.9f;
+    slots[b].seed = 77;
+    slots[b].counter = b;
+  }
+  std::vector<float> again(halves);
+  std::vector<kernels::SampleRoute> routes;
+  const auto one = sample_halves_with(halves, B, V, slots, kernels::SampleStrategy::kOneBlock);
+  const auto cand =
+      sample_halves_with(again, B, V, slots, kernels::SampleStrategy::kCandidates, &routes);
+  expect_same_draws(one, cand, slots, "one block against candidates");
+  std::set<int> seen;
+  for (int b = 0; b < B; ++b) {
+    const auto want =
+        b % 3 == 1 ? kernels::SampleRoute::kIdOrder : kernels::SampleRoute::kCandidates;
+    EXPECT_EQ(routes[b], want) << "row " << b;
+    seen.insert(cand[b].token);
+  }
+  EXPECT_GT(seen.size(), 5u);
 }
 
 }  // namespace

@@ -76,13 +76,13 @@ void prefill_bench(engine::Engine& e, const char* label, std::mt19937_64& rng) {
 }
 
 void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, const Ceilings& c,
-                  const char* label, std::mt19937_64& rng) {
-  for (int i = 0; i < batch; ++i)
-    if (!e.add({static_cast<uint64_t>(100 + i),
-                random_prompt(512, rng, e.info().vocab_size),
-                steps + 1,
-                {}}))
+                  const char* label, std::mt19937_64& rng, engine::SamplingParams sampling = {}) {
+  for (int i = 0; i < batch; ++i) {
+    sampling.seed = 100 + i;
+    if (!e.add({static_cast<uint64_t>(100 + i), random_prompt(512, rng, e.info().vocab_size),
+                steps + 1, sampling}))
       std::exit(1);
+  }
   if (!e.step()) std::exit(1);  // prefill: context 512
   // A few steps to capture this batch size's graph before timing.
   for (int i = 0; i < 3; ++i)
@@ -116,7 +116,11 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
       {"(graphs)", "decode"},
       {"(graphs, no PDL)", "decode_nopdl"},
       {"(graphs, row-major weights)", "decode_rowmajor"},
-      {"(graphs, RoPE + split attention)", "decode_split_attention"}};
+      {"(graphs, RoPE + split attention)", "decode_split_attention"},
+      {"(graphs, T 0.6 top-p 0.95)", "decode_sampled"},
+      {"(graphs, candidates sampler)", "decode_candidates"},
+      {"(graphs, candidates, T 0.6 top-p 0.95)", "decode_candidates_sampled"},
+      {"(graphs, candidates, T 0.7 top-k 40 top-p 0.9)", "decode_candidates_topk"}};
   for (const auto& [l, tag] : kTags)
     if (std::string(label) == l)
       std::printf("RESULT %s_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", tag, batch, step_ms,
@@ -154,6 +158,10 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
     decode_bench(*e, 1, decode_steps, weight_bytes, c, "(graphs)", rng);
     decode_bench(*e, 4, decode_steps, weight_bytes, c, "(graphs)", rng);
     std::printf("  targets: batch 1 >= 480 tok/s, batch 4 >= 1800 tok/s\n");
+    // Sampled as DeepSeek recommends for R1: the one-block sampler's cost.
+    for (int batch : {1, 4})
+      decode_bench(*e, batch, decode_steps, weight_bytes, c, "(graphs, T 0.6 top-p 0.95)", rng,
+                   {.temperature = 0.6f, .top_p = 0.95f});
   }
   // Variants of the default engine, decode at batch 1 and 4 each.
   auto variant = [&](const char* label, auto&& change) {
@@ -169,6 +177,23 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
   // The int8 weights row-major, as loaded (CudaTuning::tiled_weights, on
   // by default since this comparison showed the tiles help).
   variant("(graphs, row-major weights)", [](cuda::CudaTuning& t) { t.tiled_weights = false; });
+  // The candidates sampler (CudaTuning::sampling): greedy (its two extra
+  // launches), then sampled as above and with a top-k.
+  {
+    cuda::CudaTuning t;
+    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
+    t.sampling = cuda::CudaTuning::Sampling::kCandidates;
+    auto e = make(*w, t);
+    for (int batch : {1, 4}) {
+      decode_bench(*e, batch, decode_steps, weight_bytes, c, "(graphs, candidates sampler)", rng);
+      decode_bench(*e, batch, decode_steps, weight_bytes, c,
+                   "(graphs, candidates, T 0.6 top-p 0.95)", rng,
+                   {.temperature = 0.6f, .top_p = 0.95f});
+      decode_bench(*e, batch, decode_steps, weight_bytes, c,
+                   "(graphs, candidates, T 0.7 top-k 40 top-p 0.9)", rng,
+                   {.temperature = 0.7f, .top_p = 0.9f, .top_k = 40});
+    }
+  }
   // RoPE and the split attention as two kernels (CudaTuning::
   // attention_cluster = 0: the path GPUs without clusters take).
   variant("(graphs, RoPE + split attention)", [](cuda::CudaTuning& t) { t.attention_cluster = 0; });

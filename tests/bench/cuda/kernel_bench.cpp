@@ -125,6 +125,76 @@ void attention_bench(const Ceilings& c) {
   }
 }
 
+// The engine's sampler (kernels::sample_tokens_from_halves, the lo half
+// zero so the in-place sum leaves the logits as they are) at settings users
+// pick, with each strategy, on two shapes of logits: fill_random's (flat:
+// every token within a factor ~7 of the most likely at T = 1) and peaked (a
+// N(0, 2) bulk under eight tokens 18-22 logits higher, as a confident
+// language model's).
+void sampler_bench(int B) {
+  const int V = 152064;
+  const size_t n = static_cast<size_t>(B) * V;
+  void* halves = dmalloc(4 * 2 * n);
+  void* scratch = dmalloc(4 * n);
+  void* rows = dmalloc(sizeof(kernels::SamplingRowScratch) * B);
+  void* slots = dmalloc(sizeof(kernels::SamplingSlot) * B);
+  void* res = dmalloc(sizeof(kernels::SampleResult) * B);
+  check(cudaMemset(static_cast<float*>(halves) + n, 0, 4 * n), "lo half");
+  std::vector<float> peaked(n);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> bulk(0.0f, 2.0f);
+  for (auto& x : peaked) x = bulk(rng);
+  for (int b = 0; b < B; ++b)
+    for (int j = 0; j < 8; ++j)
+      peaked[static_cast<size_t>(b) * V + rng() % V] = 18.0f + 0.5f * static_cast<float>(j);
+  struct Setting {
+    const char* name;
+    float temperature, top_p;
+    int top_k;
+  };
+  const Setting settings[] = {{"greedy", 0.0f, 1.0f, 0},
+                              {"T 0.7, top-k 40, top-p 0.9", 0.7f, 0.9f, 40},
+                              {"T 0.6, top-p 0.95", 0.6f, 0.95f, 0},
+                              {"T 1.0", 1.0f, 1.0f, 0}};
+  for (const bool flat : {true, false}) {
+    if (flat)
+      fill_random(halves, 4 * n, 5);
+    else
+      check(cudaMemcpy(halves, peaked.data(), 4 * n, cudaMemcpyHostToDevice), "peaked");
+    for (const Setting& st : settings) {
+      std::vector<kernels::SamplingSlot> hs(B);
+      for (int b = 0; b < B; ++b) {
+        hs[b].temperature = st.temperature;
+        hs[b].top_p = st.top_p;
+        hs[b].top_k = st.top_k;
+        hs[b].seed = 1 + b;
+      }
+      check(cudaMemcpy(slots, hs.data(), sizeof(kernels::SamplingSlot) * B, cudaMemcpyHostToDevice),
+            "slots");
+      double us[2];
+      for (const auto strategy :
+           {kernels::SampleStrategy::kOneBlock, kernels::SampleStrategy::kCandidates}) {
+        us[strategy == kernels::SampleStrategy::kCandidates] =
+            1e3 *
+            median_ms(
+                [&] {
+                  if (!kernels::sample_tokens_from_halves(
+                          static_cast<float*>(halves), B, V,
+                          static_cast<kernels::SamplingSlot*>(slots), static_cast<float*>(scratch),
+                          static_cast<kernels::SamplingRowScratch*>(rows),
+                          static_cast<kernels::SampleResult*>(res), strategy, nullptr))
+                    std::exit(1);
+                },
+                50);
+      }
+      std::printf(
+          "  sampler batch %d, %-6s logits, %-27s one block %7.1f us, candidates %6.1f us\n", B,
+          flat ? "flat" : "peaked", st.name, us[0], us[1]);
+    }
+  }
+  for (void* p : {halves, scratch, rows, slots, res}) cudaFree(p);
+}
+
 void misc_bench(const Ceilings& c) {
   std::printf("\n== other decode kernels\n");
   const int V = 152064, H = 3584;
@@ -156,6 +226,7 @@ void misc_bench(const Ceilings& c) {
                 V, greedy * 1e3, topkp * 1e3);
     for (void* p : {logits, scratch, slots, res}) cudaFree(p);
   }
+  for (int B : {1, 4}) sampler_bench(B);
   void* x = dmalloc(4 * 4 * H);
   void* w = dmalloc(4 * H);
   void* y = dmalloc(2 * 4 * H);
