@@ -198,17 +198,20 @@ __global__ void __launch_bounds__(kThreads)
     if (detail::samples(s)) {
       detail::plan_region(rows[b], s, V, work.prefix, scan_scratch, &work.result, work.plan);
       const uint32_t n = rows[b].n_candidates;
-      if (threadIdx.x == 0) picked = best.i;  // only if no token has mass
-      __syncthreads();
       if (work.plan.id_order) {
+        if (threadIdx.x == 0) picked = best.i;  // only if no token has mass
+        __syncthreads();
         detail::draw_in_id_order(rows[b], l, V, s, m, inv_t, scan_scratch, shared_u64, &picked);
+        token = picked;
         route = SampleRoute::kIdOrder;
-      } else if (work.plan.fits && n == work.plan.count &&
-                 detail::draw_from_candidates(rows[b], n, s, V, work.plan, work.sort, scan_scratch,
-                                              shared_u64, &picked)) {
-        route = SampleRoute::kCandidates;
+      } else if (work.plan.fits && n == work.plan.count) {
+        const int drawn = detail::draw_from_candidates(rows[b], n, s, V, work.plan, work.sort,
+                                                       scan_scratch, shared_u64);
+        if (drawn >= 0) {
+          token = drawn;
+          route = SampleRoute::kCandidates;
+        }
       }
-      token = picked;
       __syncthreads();  // picked and the shared scratch are reused below
     }
   }

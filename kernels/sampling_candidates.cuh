@@ -206,14 +206,14 @@ using CandidateSort = cub::BlockRadixSort<unsigned long long, kSortThreads, kSor
 
 // The truncated draw from the row's n gathered candidates (n == plan.count):
 // sorted by probability (ties: lower id first), each placed in the whole
-// row's order by its range's skipped tokens, the three cuts taken. Sets
-// *picked and returns true, or returns false (leaving *picked) when a cut
-// was not among the candidates, which the plan rules out.
+// row's order by its range's skipped tokens, the three cuts taken. Returns
+// the drawn token, or -1 when a cut was not among the candidates (which the
+// plan rules out). Every thread gets the same answer.
 // blockDim.x == kSortThreads. shared: 2 values.
-__device__ inline bool draw_from_candidates(const SamplingRowScratch& row, uint32_t n,
-                                            const SamplingSlot& s, int V, const RegionPlan& plan,
-                                            CandidateSort::TempStorage& sort_storage,
-                                            uint64_t* scratch, uint64_t* shared, int32_t* picked) {
+__device__ inline int draw_from_candidates(const SamplingRowScratch& row, uint32_t n,
+                                           const SamplingSlot& s, int V, const RegionPlan& plan,
+                                           CandidateSort::TempStorage& sort_storage,
+                                           uint64_t* scratch, uint64_t* shared) {
   const int id_bits = 32 - __clz(V);
   const uint32_t id_mask = (1u << id_bits) - 1u;
   unsigned long long keys[kSortItems];
@@ -273,44 +273,36 @@ __device__ inline bool draw_from_candidates(const SamplingRowScratch& row, uint3
   }
   __syncthreads();
   const uint64_t kept_mass = shared[0];
-  if (kept_mass == kNone) return false;
+  if (kept_mass == kNone) return -1;
 
-  // The nucleus: through the token where the running mass reaches the target.
-  uint64_t total = kept_mass;
-  if (s.top_p < 1.0f) {
-    const uint64_t target = nucleus_target(s.top_p, kept_mass);
+  // The candidate whose interval [running mass before it, after it) holds
+  // position q: its running mass after it (kNone if none) and its id.
+  auto locate = [&](uint64_t q, int32_t& found) {
     __syncthreads();
-    if (threadIdx.x == 0) shared[1] = kNone;
+    if (threadIdx.x == 0) shared[0] = kNone;
     __syncthreads();
     uint64_t run = before;
 #pragma unroll
     for (int j = 0; j < kSortItems; ++j) {
       const uint64_t prev = skipped[j] + run;
       run += w[j];
-      if (prev < target && target <= skipped[j] + run) shared[1] = skipped[j] + run;
+      if (prev <= q && q < skipped[j] + run) {
+        shared[0] = skipped[j] + run;
+        shared[1] = static_cast<uint64_t>(id[j]);
+      }
     }
     __syncthreads();
-    total = shared[1];
-    if (total == kNone) return false;
-  }
-
-  // The draw: the token whose running mass passes the variate's position.
-  const uint64_t r = draw_position(s, total);
-  __syncthreads();
-  if (threadIdx.x == 0) shared[0] = 0;
-  __syncthreads();
-  uint64_t run = before;
-#pragma unroll
-  for (int j = 0; j < kSortItems; ++j) {
-    const uint64_t prev = skipped[j] + run;
-    run += w[j];
-    if (w[j] > 0 && prev <= r && r < skipped[j] + run) {
-      *picked = id[j];
-      shared[0] = 1;
-    }
-  }
-  __syncthreads();
-  return shared[0] != 0;
+    found = static_cast<int32_t>(shared[1]);
+    return shared[0];
+  };
+  int32_t token = -1;
+  // The nucleus ends at the token where the running mass reaches the target.
+  const uint64_t total =
+      s.top_p < 1.0f ? locate(nucleus_target(s.top_p, kept_mass) - 1, token) : kept_mass;
+  if (total == kNone) return -1;
+  // The draw: the token whose interval holds the variate's position.
+  if (locate(draw_position(s, total), token) == kNone) return -1;
+  return token;
 }
 
 // The untruncated draw, in id order: the slice holding the variate's
