@@ -132,12 +132,16 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
     slot.seed = s.spec.sampling.seed;
     slot.counter = s.generated;
   }
+  static bool samples(const Sequence& s) {
+    return s.spec.sampling.temperature > 0.0f && s.spec.sampling.top_k != 1;
+  }
   SampledToken collect(Sequence& s, int row, bool from_prefill);
   Status run_prefill(std::vector<Sequence*>& group, StepResult& result);
   Status run_decode(std::vector<Sequence*>& batch, StepResult& result);
-  // The decode graph of this batch size and attention, captured on first
-  // use.
-  Expected<cudaGraphExec_t> decode_graph(int batch, DecodeAttention attention);
+  // The decode graph of this batch size, attention and sampler, captured on
+  // first use.
+  Expected<cudaGraphExec_t> decode_graph(int batch, DecodeAttention attention,
+                                         kernels::SampleStrategy sampling);
   // Uploads the step's metadata: one async copy (a graph node under
   // graphs), or copy-then-sync for the naive and pinned pipelines.
   Status upload_meta();
@@ -418,7 +422,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
                           : "split, RoPE separate");
   e->forward_ = std::make_unique<Forward>(*e->model_, *e->ws_, e->kv_, e->cublas_, decode_kernels,
                                           streamed > 0 ? &e->streamer_ : nullptr);
-  e->graphs_.assign(2 * (L.max_batch + 1), nullptr);
+  e->graphs_.assign(4 * (L.max_batch + 1), nullptr);
 
   e->info_.backend = "cuda";
   e->info_.model_name = c.name;
@@ -494,6 +498,7 @@ SampledToken CudaEngine::collect(Sequence& s, int row, bool from_prefill) {
 Status CudaEngine::run_prefill(std::vector<Sequence*>& group, StepResult& result) {
   const StepMeta& m = ws_->host_meta;
   std::vector<int> start(group.size()), len(group.size());
+  bool any_row_samples = false;
   int row = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     Sequence& s = *group[i];
@@ -506,11 +511,12 @@ Status CudaEngine::run_prefill(std::vector<Sequence*>& group, StepResult& result
     }
     m.last_rows[i] = row - 1;
     fill_sampling(m.sampling[i], s);
+    any_row_samples |= samples(s);
   }
   RS_TRY_STATUS(upload_meta());
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
-  RS_TRY_STATUS(
-      forward_->prefill(row, static_cast<int>(group.size()), start.data(), len.data(), stream_));
+  RS_TRY_STATUS(forward_->prefill(row, static_cast<int>(group.size()), start.data(), len.data(),
+                                  forward_->sampling_for(any_row_samples), stream_));
   CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   RS_TRY_STATUS(fetch_results());
@@ -551,14 +557,17 @@ Status CudaEngine::fetch_results() {
   return ok();
 }
 
-Expected<cudaGraphExec_t> CudaEngine::decode_graph(int batch, DecodeAttention attention) {
-  cudaGraphExec_t& exec = graphs_[2 * batch + static_cast<int>(attention)];
+Expected<cudaGraphExec_t> CudaEngine::decode_graph(int batch, DecodeAttention attention,
+                                                   kernels::SampleStrategy sampling) {
+  cudaGraphExec_t& exec =
+      graphs_[4 * batch + 2 * (sampling == kernels::SampleStrategy::kCandidates) +
+              static_cast<int>(attention)];
   if (exec) return exec;
   cudaGraph_t graph = nullptr;
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   CUDA_CHECK(cudaMemcpyAsync(ws_->meta_device.as(), ws_->meta_host.host(), ws_->meta_bytes,
                              cudaMemcpyHostToDevice, stream_));
-  Status st = forward_->decode(batch, stream_, attention);
+  Status st = forward_->decode(batch, stream_, attention, sampling);
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!st) {
     if (graph) cudaGraphDestroy(graph);
@@ -568,8 +577,10 @@ Expected<cudaGraphExec_t> CudaEngine::decode_graph(int batch, DecodeAttention at
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   CUDA_CHECK(inst);
-  log::get("engine")->debug("cuda: captured the decode graph for batch {} ({} attention)", batch,
-                            attention == DecodeAttention::kCluster ? "cluster" : "split");
+  log::get("engine")->debug(
+      "cuda: captured the decode graph for batch {} ({} attention, {} sampler)", batch,
+      attention == DecodeAttention::kCluster ? "cluster" : "split",
+      sampling == kernels::SampleStrategy::kCandidates ? "candidates" : "one-block");
   return exec;
 }
 
@@ -588,6 +599,7 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
       return make_error(Errc::kResourceExhausted, "seq={}: no free KV block", s->spec.id);
   }
   int longest = 0;  // context, for the choice of attention
+  bool any_row_samples = false;
   for (int i = 0; i < n; ++i) {
     Sequence& s = *batch[i];
     const int pos = s.cached;
@@ -600,15 +612,17 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
               m.block_tables + static_cast<size_t>(i + 1) * MB, 0);
     std::copy(s.blocks.begin(), s.blocks.end(), m.block_tables + static_cast<size_t>(i) * MB);
     fill_sampling(m.sampling[i], s);
+    any_row_samples |= samples(s);
   }
   const DecodeAttention attention = forward_->attention_for(longest);
+  const kernels::SampleStrategy sampling = forward_->sampling_for(any_row_samples);
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
   if (options_.pipeline == engine::Pipeline::kGraphs) {
-    const cudaGraphExec_t graph = RS_TRY(decode_graph(n, attention));
+    const cudaGraphExec_t graph = RS_TRY(decode_graph(n, attention, sampling));
     CUDA_CHECK(cudaGraphLaunch(graph, stream_));
   } else {
     RS_TRY_STATUS(upload_meta());
-    RS_TRY_STATUS(forward_->decode(n, stream_, attention));
+    RS_TRY_STATUS(forward_->decode(n, stream_, attention, sampling));
   }
   CUDA_CHECK(cudaEventRecord(ev_stop_, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));

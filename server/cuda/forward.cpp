@@ -15,7 +15,8 @@ namespace ringserve::cuda {
 using kernels::GemvArgs;
 using kernels::GemvEpilogue;
 
-Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream) {
+Status Forward::logits_and_sample(int rows, const int32_t* rows_index,
+                                  kernels::SampleStrategy sampling, cudaStream_t stream) {
   const auto& c = m_.config();
   // The head's input goes in as two bf16 halves (hi + lo rows): one bf16
   // rounding here would show in every logit. Up to batch 4 the lo rows ride
@@ -38,7 +39,7 @@ Status Forward::logits_and_sample(int rows, const int32_t* rows_index, cudaStrea
   }
   return kernels::sample_tokens_from_halves(ws_.logits, rows, c.vocab_size, ws_.dev_meta.sampling,
                                             ws_.sample_scratch, ws_.sample_rows, ws_.sample_out,
-                                            kernels_.sampling, stream);
+                                            sampling, stream);
 }
 
 // RoPE + KV write of layer `layer` for `ntok` rows of the step metadata.
@@ -104,7 +105,8 @@ Status Forward::decode_attention(int layer, int batch, bool cluster, cudaStream_
   return kernels::attention_decode(a, stream);
 }
 
-Status Forward::decode(int batch, cudaStream_t stream, DecodeAttention attention) {
+Status Forward::decode(int batch, cudaStream_t stream, DecodeAttention attention,
+                       kernels::SampleStrategy sampling) {
   const auto& c = m_.config();
   const bool cluster = attention == DecodeAttention::kCluster;
   const int H = c.hidden_size;
@@ -139,7 +141,7 @@ Status Forward::decode(int batch, cudaStream_t stream, DecodeAttention attention
     if (streamer_) RS_TRY_STATUS(streamer_->after_layer(l, stream));
   }
   if (streamer_) RS_TRY_STATUS(streamer_->end_pass(stream));
-  return logits_and_sample(batch, nullptr, stream);
+  return logits_and_sample(batch, nullptr, sampling, stream);
 }
 
 // gemm_out[ntok][l.rows] (fp32) = x[ntok][l.cols] * W^T over the
@@ -156,7 +158,7 @@ Status Forward::linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloa
 }
 
 Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq_len,
-                        cudaStream_t stream) {
+                        kernels::SampleStrategy sampling, cudaStream_t stream) {
   const auto& c = m_.config();
   const auto& L = ws_.limits;
   const int H = c.hidden_size;
@@ -209,7 +211,7 @@ Status Forward::prefill(int ntok, int nseq, const int* seq_start, const int* seq
     if (streamer_) RS_TRY_STATUS(streamer_->after_layer(l, stream));
   }
   if (streamer_) RS_TRY_STATUS(streamer_->end_pass(stream));
-  return logits_and_sample(nseq, meta.last_rows, stream);
+  return logits_and_sample(nseq, meta.last_rows, sampling, stream);
 }
 
 }  // namespace ringserve::cuda

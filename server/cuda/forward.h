@@ -74,16 +74,26 @@ class Forward {
                : DecodeAttention::kSplit;
   }
 
+  // The sampler of a pass: the configured strategy when some row samples,
+  // else the one-block path, which draws the same greedy tokens without the
+  // candidates strategy's two extra launches.
+  kernels::SampleStrategy sampling_for(bool any_row_samples) const {
+    return any_row_samples ? kernels_.sampling : kernels::SampleStrategy::kOneBlock;
+  }
+
   // Decode `batch` sequences: inputs in dev_meta rows [0, batch).
-  // `attention` comes from attention_for.
-  Status decode(int batch, cudaStream_t stream, DecodeAttention attention);
+  // `attention` comes from attention_for, `sampling` from sampling_for.
+  Status decode(int batch, cudaStream_t stream, DecodeAttention attention,
+                kernels::SampleStrategy sampling);
 
   // Prefill `nseq` prompts packed into ntok rows of dev_meta; seq_start and
   // seq_len are host arrays. Samples each sequence's first token.
-  Status prefill(int ntok, int nseq, const int* seq_start, const int* seq_len, cudaStream_t stream);
+  Status prefill(int ntok, int nseq, const int* seq_start, const int* seq_len,
+                 kernels::SampleStrategy sampling, cudaStream_t stream);
 
  private:
-  Status logits_and_sample(int rows, const int32_t* rows_index, cudaStream_t stream);
+  Status logits_and_sample(int rows, const int32_t* rows_index, kernels::SampleStrategy sampling,
+                           cudaStream_t stream);
   kernels::RopeKvArgs rope_args(int layer, int ntok) const;
   Status decode_attention(int layer, int batch, bool cluster, cudaStream_t stream);
   Status linear_prefill(const DeviceLinear& l, int ntok, const __nv_bfloat16* x,

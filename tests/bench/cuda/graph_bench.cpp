@@ -218,7 +218,8 @@ void small_kernels_in_graph() {
           },
           kLayers);
     };
-    // The candidates strategy adds two launches that greedy rows leave at once.
+    // The candidates strategy adds two launches that greedy rows leave at
+    // once (the engine launches them only in steps where some row samples).
     const double halves_one = halves_ms(kernels::SampleStrategy::kOneBlock);
     const double halves_cand = halves_ms(kernels::SampleStrategy::kCandidates);
     std::printf(
