@@ -420,6 +420,8 @@ TEST(Sampling, CandidatesDrawTheOneBlockTokens) {
       sample_halves_with(again, B, V, slots, kernels::SampleStrategy::kCandidates, &cand_routes);
   expect_same_draws(one, cand, slots, "one block against candidates");
   for (int b = 0; b < B; ++b) {
+    ASSERT_GE(cand[b].token, 0) << "row " << b;
+    ASSERT_LT(cand[b].token, V) << "row " << b;
     const bool greedy = rows[b].route == Route::kGreedy;
     EXPECT_EQ(one_routes[b], greedy ? Route::kGreedy : Route::kOneBlock) << "row " << b;
     if (rows[b].route)
