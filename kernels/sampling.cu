@@ -164,7 +164,6 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint64_t scan_scratch[32];
   __shared__ uint64_t shared_u64[2];
   __shared__ uint32_t state[4];
-  __shared__ int32_t chosen[kMaxTopLogprobs];
   __shared__ int32_t picked;
 
   const int b = blockIdx.x;
@@ -278,20 +277,22 @@ __global__ void __launch_bounds__(kThreads)
 
   SampleResult* out = results + b;
   const int n_top = min(max(s.top_logprobs, 0), kMaxTopLogprobs);
+  // The k-th best is the best of the tokens after the (k-1)-th in the order
+  // (logit desc, id asc): one comparison a token instead of a search of
+  // those already taken.
+  ArgMax last{INFINITY, -1};
   for (int k = 0; k < n_top; ++k) {
     ArgMax cand{-INFINITY, 0x7fffffff};
     for (int i = threadIdx.x; i < V; i += kThreads) {
-      bool taken = false;
-      for (int j = 0; j < k; ++j) taken |= chosen[j] == i;
-      if (!taken) cand = better(cand, ArgMax{l[i], i});
+      const float v = l[i];
+      if (v < last.v || (v == last.v && i > last.i)) cand = better(cand, ArgMax{v, i});
     }
     cand = block_argmax(cand, ared);
     if (threadIdx.x == 0) {
-      chosen[k] = cand.i;
       out->top_ids[k] = cand.i;
       out->top_logprobs[k] = cand.v - lse;
     }
-    __syncthreads();
+    last = cand;
   }
   if (threadIdx.x == 0) {
     out->token = token;
