@@ -30,8 +30,14 @@ std::string Config::describe() const {
       load = fmt::format("Poisson {:.2f} req/s, {} requests", *rate, total_requests());
       break;
   }
-  return fmt::format("input {} tokens, output {} tokens, {}, transport {}", input_len, output_len,
-                     load, transport_name(transport));
+  std::string sampling = "greedy";
+  if (temperature > 0.0f) {
+    sampling = fmt::format("sampled at temperature {:g}", temperature);
+    if (top_k > 0) sampling += fmt::format(", top-k {}", top_k);
+    if (top_p < 1.0f) sampling += fmt::format(", top-p {:g}", top_p);
+  }
+  return fmt::format("input {} tokens, output {} tokens, {}, {}, transport {}", input_len,
+                     output_len, sampling, load, transport_name(transport));
 }
 
 const char* transport_name(Transport t) {
@@ -55,6 +61,7 @@ nlohmann::json to_json(const Config& c) {
   j["seed"] = c.seed;
   j["requests"] = c.total_requests();
   if (!c.label.empty()) j["label"] = c.label;
+  j["sampling"] = {{"temperature", c.temperature}, {"top_p", c.top_p}, {"top_k", c.top_k}};
   switch (c.mode()) {
     case Config::Mode::kBatch:
       j["mode"] = "batch";

@@ -40,6 +40,15 @@ struct Config {
   bool no_socket = false;    // do not even try the socket
   std::optional<int> vocab;  // prompt ids come from this vocabulary's range
   std::string model;         // "model" to send; empty: the first of GET /v1/models
+  // How every request samples: greedy unless temperature > 0. Request i of
+  // a phase is seeded with request_seed(i), so a sampled run repeats.
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  // Below 2^63: OpenAI-compatible servers take the seed as a signed integer.
+  uint64_t request_seed(uint64_t request) const {
+    return (seed * 0x9E3779B97F4A7C15ull + request) >> 1;
+  }
 
   enum class Mode { kBatch, kClosedLoop, kOpenLoop };
   Mode mode() const;

@@ -97,7 +97,7 @@ ringserve::Expected<std::unique_ptr<HttpConnection>> HttpConnection::connect(
 }
 
 RequestRecord HttpConnection::run(const std::vector<int32_t>& prompt, const Config& config,
-                                  SteadyClock::time_point phase_start) {
+                                  uint64_t seed, SteadyClock::time_point phase_start) {
   RequestRecord record;
   Impl& c = *impl_;
   if (auto opened = c.ensure_open(); !opened) {
@@ -109,7 +109,7 @@ RequestRecord HttpConnection::run(const std::vector<int32_t>& prompt, const Conf
   request.set(bhttp::field::content_type, "application/json");
   request.set(bhttp::field::accept, "text/event-stream");
   request.keep_alive(true);
-  request.body() = completion_request_body(prompt, config.output_len, c.target.model);
+  request.body() = completion_request_body(prompt, config, seed, c.target.model);
   request.prepare_payload();
 
   const SteadyClock::time_point sent = SteadyClock::now();

@@ -40,7 +40,7 @@ class HttpConnection {
 
   // Runs one request start to finish (reconnecting first if the server
   // closed the previous keep-alive connection).
-  RequestRecord run(const std::vector<int32_t>& prompt, const Config& config,
+  RequestRecord run(const std::vector<int32_t>& prompt, const Config& config, uint64_t seed,
                     std::chrono::steady_clock::time_point phase_start);
 
   // GET `path`: the body of a 200 answer. Errors: kUnavailable, kIoError.

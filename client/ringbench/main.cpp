@@ -12,7 +12,10 @@
 //   ringbench compare A.json B.json
 //
 // Prompts are token ids of exactly --input-len (seeded), and every request
-// generates exactly --output-len tokens (ignore_eos), so runs compare.
+// generates exactly --output-len tokens (ignore_eos), so runs compare;
+// greedy unless --temperature (with --top-p, --top-k), each request seeded.
+// Where the token ids come back, the results carry a digest of them, which
+// tells whether two runs generated the same tokens.
 // Exit status: 0 all requests succeeded, 1 some failed or the run could not
 // start, 2 bad usage.
 #include <cstdio>
@@ -97,7 +100,20 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", config.warmup, "Unmeasured requests sent first")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--seed", config.seed, "Seed of the prompts and arrival times")
+  app.add_option("--seed", config.seed,
+                 "Seed of the prompts, arrival times and (when sampled) each request's draws")
+      ->capture_default_str();
+  app.add_option("--temperature", config.temperature,
+                 "Sample at this temperature (default 0: greedy); each request gets its own seed "
+                 "from --seed, so a run repeats")
+      ->check(CLI::Range(0.0f, 100.0f))
+      ->capture_default_str();
+  app.add_option("--top-p", config.top_p, "With --temperature: nucleus mass, in (0, 1]")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->capture_default_str();
+  app.add_option("--top-k", config.top_k,
+                 "With --temperature: keep the k likeliest tokens (0: all)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--json", config.json_path, "Write the results as JSON to this file");
   app.add_option("--label", config.label, "Free text stored with the results (e.g. 'adaptive')");
@@ -135,6 +151,14 @@ int main(int argc, char** argv) {
   if (*requests_opt) config.requests = requests;
   if (*rate_opt) config.rate = rate;
   if (*vocab_opt) config.vocab = vocab;
+  if (config.top_p <= 0.0f) {
+    std::fprintf(stderr, "ringbench: --top-p must be in (0, 1]\n");
+    return 2;
+  }
+  if (config.temperature <= 0.0f && (config.top_p < 1.0f || config.top_k > 0)) {
+    std::fprintf(stderr, "ringbench: --top-p and --top-k shape sampling: give --temperature too\n");
+    return 2;
+  }
   config.progress = !no_progress;
   std::vector<ringbench::Transport> transports;
   if (transport == "all") {

@@ -25,6 +25,17 @@ nlohmann::json to_json(const Distribution& d) {
 
 }  // namespace
 
+uint64_t digest_tokens(uint64_t digest, std::span<const int32_t> ids) {
+  for (const int32_t id : ids) {
+    const auto u = static_cast<uint32_t>(id);
+    for (int byte = 0; byte < 4; ++byte) {
+      digest ^= (u >> (8 * byte)) & 0xffu;
+      digest *= 0x100000001b3ull;
+    }
+  }
+  return digest;
+}
+
 void RequestTimer::tokens(int n, std::chrono::steady_clock::time_point now) {
   if (n <= 0) return;
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -109,6 +120,10 @@ void CompletionStreamReader::on_event(std::string_view data, SteadyClock::time_p
   if (auto ids = choice.find("token_ids"); ids != choice.end() && ids->is_array()) {
     saw_token_ids_ = true;
     timer_.tokens(static_cast<int>(ids->size()), now);
+    std::vector<int32_t> got;
+    got.reserve(ids->size());
+    for (const auto& id : *ids) got.push_back(id.is_number_integer() ? id.get<int32_t>() : -1);
+    record_.token_digest = digest_tokens(record_.token_digest, got);
   } else if (auto text = choice.find("text"); !saw_token_ids_ && text != choice.end() &&
                                               text->is_string() &&
                                               !text->get_ref<const std::string&>().empty()) {
@@ -190,6 +205,19 @@ Summary summarize(const std::vector<RequestRecord>& records, double wall_s) {
     s.requests_per_s = s.requests_ok / wall_s;
   }
   for (const std::string& m : methods) s.token_count += (s.token_count.empty() ? "" : "+") + m;
+  const bool every_id_seen =
+      !records.empty() && std::all_of(records.begin(), records.end(), [](const RequestRecord& r) {
+        return r.ok && r.token_count == TokenCount::kTokenIds;
+      });
+  if (every_id_seen) {
+    uint64_t digest = kTokenDigestSeed;
+    for (const RequestRecord& r : records) {
+      const int32_t words[2] = {static_cast<int32_t>(static_cast<uint32_t>(r.token_digest)),
+                                static_cast<int32_t>(static_cast<uint32_t>(r.token_digest >> 32))};
+      digest = digest_tokens(digest, words);
+    }
+    s.token_digest = fmt::format("{:016x}", digest);
+  }
   s.ttft_ms = distribution(std::move(ttft));
   s.itl_ms = distribution(std::move(itl));
   s.e2e_ms = distribution(std::move(e2e));
@@ -217,6 +245,7 @@ nlohmann::json to_json(const Summary& s) {
           {"client_cpu_us_per_token", s.client_cpu_us_per_token},
           {"round_trip_us", to_json(s.round_trip_us)},
           {"token_count", s.token_count},
+          {"token_digest", s.token_digest},
           {"errors", s.errors}};
 }
 
@@ -272,6 +301,7 @@ std::string format_table(const Report& r) {
                            : "");
   }
   out += fmt::format("client CPU per token: {:.1f} us\n", s.client_cpu_us_per_token);
+  if (!s.token_digest.empty()) out += fmt::format("token digest: {}\n", s.token_digest);
   if (s.round_trip_us.count > 0) {
     out += fmt::format("idle round trip: p50 {:.1f} us, p99 {:.1f} us ({} samples)\n",
                        s.round_trip_us.p50, s.round_trip_us.p99, s.round_trip_us.count);

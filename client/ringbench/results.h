@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,10 +23,16 @@ namespace ringbench {
 enum class TokenCount { kTokenIds, kUsage, kChunks };
 const char* token_count_name(TokenCount method);
 
+// FNV-1a (64-bit) over token ids, four little-endian bytes each: a run's
+// outputs in one number, to tell whether two runs generated the same tokens.
+constexpr uint64_t kTokenDigestSeed = 0xcbf29ce484222325ull;
+uint64_t digest_tokens(uint64_t digest, std::span<const int32_t> ids);
+
 struct RequestRecord {
   bool ok = false;
   std::string error;  // when !ok
   int output_tokens = 0;
+  uint64_t token_digest = kTokenDigestSeed;  // of the ids received, when they were
   TokenCount token_count = TokenCount::kTokenIds;
   double start_s = 0;          // when it was sent, from the start of the measured phase
   double ttft_ms = 0;          // sent -> first token event (client side)
@@ -99,6 +107,9 @@ struct Summary {
   double client_cpu_us_per_token = 0;  // ringbench's own CPU time (user + system)
   std::vector<std::string> errors;     // the first few distinct ones
   std::string token_count;  // how tokens were counted: "token_ids", "usage+sse_chunks"...
+  // The requests' token digests folded in request order (16 hex digits);
+  // empty unless every request succeeded with its ids received.
+  std::string token_digest;
 };
 
 Summary summarize(const std::vector<RequestRecord>& records, double wall_s);

@@ -39,13 +39,18 @@ double ms_between(SteadyClock::time_point a, SteadyClock::time_point b) {
 
 // One request, start to Done, timed on this thread.
 RequestRecord run_ring(Client& client, const std::vector<int32_t>& prompt, const Config& config,
-                       SteadyClock::time_point phase_start) {
+                       uint64_t seed, SteadyClock::time_point phase_start) {
   RequestRecord record;
   ringserve::GenerateRequest request;
   request.prompt = ringserve::protocol::PromptIds{prompt};
   request.sampling.max_new_tokens = static_cast<uint32_t>(config.output_len);
   request.sampling.ignore_eos = true;  // exactly output_len tokens
-  request.sampling.temperature = 0.0f;
+  request.sampling.temperature = config.temperature;
+  if (config.temperature > 0.0f) {
+    request.sampling.top_p = config.top_p;
+    request.sampling.top_k = static_cast<uint32_t>(config.top_k);
+    request.sampling.seed = seed;
+  }
   const SteadyClock::time_point sent = SteadyClock::now();
   record.start_s = std::chrono::duration<double>(sent - phase_start).count();
   auto stream = client.generate(request);
@@ -64,6 +69,7 @@ RequestRecord run_ring(Client& client, const std::vector<int32_t>& prompt, const
     const SteadyClock::time_point now = SteadyClock::now();
     if (const auto* tokens = std::get_if<ringserve::TokenEvent>(&**event)) {
       timer.tokens(static_cast<int>(tokens->token_ids.size()), now);
+      record.token_digest = digest_tokens(record.token_digest, tokens->token_ids);
     } else if (const auto* done = std::get_if<ringserve::Done>(&**event)) {
       record.e2e_ms = ms_between(sent, now);
       record.has_server_timings = true;
@@ -136,21 +142,23 @@ class Transports {
     return ringserve::ok();
   }
 
-  RequestRecord run(int worker, const std::vector<int32_t>& prompt,
+  // `request`: the request's index in its phase, which seeds its sampling.
+  RequestRecord run(int worker, size_t request, const std::vector<int32_t>& prompt,
                     SteadyClock::time_point phase_start) {
+    const uint64_t seed = config_.request_seed(request);
     if (!http_) {
       return run_ring(*clients_[static_cast<size_t>(worker) % clients_.size()], prompt, config_,
-                      phase_start);
+                      seed, phase_start);
     }
     if (worker >= 0)
-      return connections_[static_cast<size_t>(worker)]->run(prompt, config_, phase_start);
+      return connections_[static_cast<size_t>(worker)]->run(prompt, config_, seed, phase_start);
     auto connection = HttpConnection::connect(*http_);
     if (!connection) {
       RequestRecord failed;
       failed.error = connection.error().to_string();
       return failed;
     }
-    return (*connection)->run(prompt, config_, phase_start);
+    return (*connection)->run(prompt, config_, seed, phase_start);
   }
 
   // `count` sequential round trips that involve no engine work.
@@ -220,7 +228,7 @@ void closed_loop(Transports& transports, const std::vector<std::vector<int32_t>>
   for (int w = 0; w < parallel; ++w) {
     workers.emplace_back([&, w] {
       for (size_t i = next.fetch_add(1); i < first + count; i = next.fetch_add(1)) {
-        records[i] = transports.run(w, prompts[i], phase_start);
+        records[i] = transports.run(w, i, prompts[i], phase_start);
         if (progress) progress->add();
       }
     });
@@ -315,8 +323,8 @@ Expected<Report> run_benchmark(const Config& config) {
   RS_TRY_STATUS(
       transports.prepare_workers(config.mode() == Config::Mode::kOpenLoop ? 1 : parallel));
   const auto warm_prompts = make_prompts(config.warmup, config.input_len, low, high, ~config.seed);
-  for (const auto& p : warm_prompts) {
-    RequestRecord r = transports.run(0, p, SteadyClock::now());
+  for (size_t i = 0; i < warm_prompts.size(); ++i) {
+    RequestRecord r = transports.run(0, total + i, warm_prompts[i], SteadyClock::now());
     if (!r.ok) {
       return make_error(Errc::kUnavailable, "warm-up request failed: {}{}", r.error,
                         socket_less ? fmt::format(" (prompt ids come from a vocabulary of {} ({}); "
@@ -356,7 +364,7 @@ Expected<Report> run_benchmark(const Config& config) {
           std::this_thread::sleep_until(start + std::chrono::duration_cast<SteadyClock::duration>(
                                                     std::chrono::duration<double>(at[i])));
           inflight.emplace_back([&, i] {
-            records[i] = transports.run(http ? -1 : static_cast<int>(i), prompts[i], start);
+            records[i] = transports.run(http ? -1 : static_cast<int>(i), i, prompts[i], start);
             progress.add();
           });
         }

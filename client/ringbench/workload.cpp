@@ -72,11 +72,19 @@ std::optional<ModelFacts> parse_models(const std::string& body) {
   return facts;
 }
 
-std::string completion_request_body(const std::vector<int32_t>& prompt, int max_tokens,
-                                    const std::string& model) {
-  nlohmann::json body = {{"prompt", prompt}, {"max_tokens", max_tokens},
-                         {"temperature", 0}, {"ignore_eos", true},
-                         {"stream", true},   {"return_token_ids", true}};
+std::string completion_request_body(const std::vector<int32_t>& prompt, const Config& config,
+                                    uint64_t seed, const std::string& model) {
+  nlohmann::json body = {{"prompt", prompt},
+                         {"max_tokens", config.output_len},
+                         {"temperature", config.temperature},
+                         {"ignore_eos", true},
+                         {"stream", true},
+                         {"return_token_ids", true}};
+  if (config.temperature > 0.0f) {
+    if (config.top_p < 1.0f) body["top_p"] = config.top_p;
+    if (config.top_k > 0) body["top_k"] = config.top_k;
+    body["seed"] = seed;
+  }
   if (!model.empty()) {
     body["model"] = model;
     body["stream_options"] = {{"include_usage", true}};

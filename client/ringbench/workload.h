@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
+
 namespace ringbench {
 
 // `count` prompts of `length` ids drawn uniformly from [low, high), seeded:
@@ -47,10 +49,11 @@ struct ModelFacts {
 // nullopt when the body is not a model list with at least one id.
 std::optional<ModelFacts> parse_models(const std::string& body);
 
-// The streaming POST /v1/completions body: token-id prompt, greedy,
-// exactly `max_tokens` (ignore_eos), token ids and usage asked for.
-// `model` is sent when not empty (ringserve serves one model and needs none).
-std::string completion_request_body(const std::vector<int32_t>& prompt, int max_tokens,
-                                    const std::string& model);
+// The streaming POST /v1/completions body: token-id prompt, exactly
+// config.output_len tokens (ignore_eos), the config's sampling with `seed`,
+// token ids and usage asked for. `model` is sent when not empty (ringserve
+// serves one model and needs none).
+std::string completion_request_body(const std::vector<int32_t>& prompt, const Config& config,
+                                    uint64_t seed, const std::string& model);
 
 }  // namespace ringbench

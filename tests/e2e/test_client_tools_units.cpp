@@ -10,9 +10,12 @@
 
 namespace {
 
+using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::HasSubstr;
+using ::testing::Lt;
+using ::testing::Ne;
 using ::testing::Not;
 
 std::string joined(const std::vector<ringctl::ReasoningView::Piece>& pieces, bool reasoning) {
@@ -151,18 +154,80 @@ TEST(RingbenchOpenAi, ModelFactsFromTheServersModelLists) {
 }
 
 TEST(RingbenchOpenAi, RequestBodyNamesTheModelOnlyWhenKnown) {
-  const auto ours = nlohmann::json::parse(ringbench::completion_request_body({5, 6}, 8, ""));
+  ringbench::Config config;
+  config.output_len = 8;
+  const auto ours =
+      nlohmann::json::parse(ringbench::completion_request_body({5, 6}, config, 1, ""));
   EXPECT_THAT(ours["prompt"], Eq(nlohmann::json({5, 6})));
   EXPECT_THAT(ours["max_tokens"], Eq(8));
+  EXPECT_THAT(ours["temperature"], Eq(0));
+  EXPECT_FALSE(ours.contains("seed"));  // greedy: nothing to seed
+  EXPECT_FALSE(ours.contains("top_p"));
   EXPECT_THAT(ours["ignore_eos"], Eq(true));
   EXPECT_THAT(ours["stream"], Eq(true));
   EXPECT_THAT(ours["return_token_ids"], Eq(true));
   EXPECT_FALSE(ours.contains("model"));
   EXPECT_FALSE(ours.contains("stream_options"));
-  const auto any = nlohmann::json::parse(ringbench::completion_request_body({5}, 3, "llama"));
+  config.output_len = 3;
+  const auto any =
+      nlohmann::json::parse(ringbench::completion_request_body({5}, config, 1, "llama"));
   EXPECT_THAT(any["model"], Eq("llama"));
+  EXPECT_THAT(any["max_tokens"], Eq(3));
   EXPECT_THAT(any["stream_options"]["include_usage"], Eq(true));
   EXPECT_THAT(any["ignore_eos"], Eq(true));
+}
+
+TEST(RingbenchOpenAi, SampledRequestsCarryTheirSettingsAndASeedEach) {
+  ringbench::Config config;
+  config.temperature = 0.6f;
+  config.top_p = 0.95f;
+  config.top_k = 40;
+  config.seed = 7;
+  const auto a = nlohmann::json::parse(
+      ringbench::completion_request_body({5}, config, config.request_seed(0), ""));
+  const auto b = nlohmann::json::parse(
+      ringbench::completion_request_body({5}, config, config.request_seed(1), ""));
+  EXPECT_THAT(a["temperature"].get<double>(), DoubleNear(0.6, 1e-6));
+  EXPECT_THAT(a["top_p"].get<double>(), DoubleNear(0.95, 1e-6));
+  EXPECT_THAT(a["top_k"], Eq(40));
+  EXPECT_THAT(a["seed"], Ne(b["seed"]));
+  // Signed 64-bit, as OpenAI-compatible servers read it.
+  EXPECT_THAT(a["seed"].get<uint64_t>(), Lt(uint64_t{1} << 63));
+  EXPECT_THAT(config.request_seed(3), Eq(config.request_seed(3)));
+  ringbench::Config other = config;
+  other.seed = 8;
+  EXPECT_THAT(other.request_seed(0), Ne(config.request_seed(0)));
+  EXPECT_THAT(config.describe(), HasSubstr("temperature 0.6, top-k 40, top-p 0.95"));
+  EXPECT_THAT(ringbench::to_json(config)["sampling"]["top_k"], Eq(40));
+  EXPECT_THAT(ringbench::Config{}.describe(), HasSubstr("greedy"));
+}
+
+// The digest: of the ids in order, folded over the requests in order, and
+// only where every request's ids came back.
+TEST(RingbenchDigest, TellsRunsWithDifferentTokensApart) {
+  const std::vector<int32_t> ids = {1, 2, 300000, -1};
+  const uint64_t whole = ringbench::digest_tokens(ringbench::kTokenDigestSeed, ids);
+  const uint64_t pieces = ringbench::digest_tokens(
+      ringbench::digest_tokens(ringbench::kTokenDigestSeed, std::span(ids).first(1)),
+      std::span(ids).subspan(1));
+  EXPECT_THAT(pieces, Eq(whole));  // streamed in events of any size
+  const std::vector<int32_t> swapped = {2, 1, 300000, -1};
+  EXPECT_THAT(ringbench::digest_tokens(ringbench::kTokenDigestSeed, swapped), Ne(whole));
+
+  ringbench::RequestRecord a, b;
+  a.ok = b.ok = true;
+  a.token_digest = whole;
+  b.token_digest = ringbench::digest_tokens(ringbench::kTokenDigestSeed, swapped);
+  const auto ab = ringbench::summarize({a, b}, 1.0).token_digest;
+  EXPECT_THAT(ab.size(), Eq(16u));
+  EXPECT_THAT(ringbench::summarize({a, b}, 1.0).token_digest, Eq(ab));
+  EXPECT_THAT(ringbench::summarize({b, a}, 1.0).token_digest, Ne(ab));
+  ringbench::RequestRecord counted_by_usage = a;
+  counted_by_usage.token_count = ringbench::TokenCount::kUsage;
+  EXPECT_THAT(ringbench::summarize({a, counted_by_usage}, 1.0).token_digest, Eq(""));
+  ringbench::RequestRecord failed;
+  EXPECT_THAT(ringbench::summarize({a, failed}, 1.0).token_digest, Eq(""));
+  EXPECT_THAT(ringbench::to_json(ringbench::summarize({a, b}, 1.0))["token_digest"], Eq(ab));
 }
 
 // Feeds a whole SSE stream (in awkward pieces) and finishes it.
@@ -189,6 +254,8 @@ TEST(RingbenchOpenAi, CountsTokenIdsAndReadsRingserveTimings) {
   EXPECT_THAT(r.output_tokens, Eq(3));
   EXPECT_THAT(r.token_count, Eq(ringbench::TokenCount::kTokenIds));
   EXPECT_THAT(r.itl_ms.size(), Eq(2u));
+  const std::vector<int32_t> ids = {1, 2, 3};
+  EXPECT_THAT(r.token_digest, Eq(ringbench::digest_tokens(ringbench::kTokenDigestSeed, ids)));
   EXPECT_TRUE(r.has_server_timings);
   EXPECT_DOUBLE_EQ(r.server_total_ms, 9);
   EXPECT_FALSE(read_stream(sse, 4).ok);  // exact lengths are checked

@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "served_model.h"
@@ -13,6 +14,7 @@ namespace {
 
 using ::testing::Eq;
 using ::testing::HasSubstr;
+using ::testing::Ne;
 using ::testing::Not;
 
 class ToolsTest : public ::testing::Test {
@@ -137,6 +139,40 @@ TEST_F(ToolsTest, RingbenchClosedAndOpenLoopOverBothTransports) {
                               "5", "--transport", "shm", "--warmup", "0"});
   ASSERT_THAT(open.status, Eq(0)) << open.out << open.err;
   EXPECT_THAT(open.out, HasSubstr("5 ok, 0 failed"));
+}
+
+// Sampled load: the settings reach the server (on the same prompts a hot
+// run's tokens differ from the greedy run's, top-k 1 is greedy again), a
+// seeded run repeats, and HTTP carries the same settings and seeds as the
+// ring (the same digest).
+TEST_F(ToolsTest, RingbenchSampledRunsRepeatAndReachTheServer) {
+  const std::string address = http_address();
+  ASSERT_FALSE(address.empty()) << server_->log();
+  int n = 0;
+  auto digest = [&](std::vector<std::string> extra) -> std::string {
+    const std::string json = (server_->dir() / fmt::format("sampled-{}.json", n++)).string();
+    std::vector<std::string> args = {"--input-len", "8", "--output-len", "12", "--batch", "2",
+                                     "--runs",      "2", "--warmup",     "0",  "--json",  json};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = ringbench(args);
+    EXPECT_THAT(r.status, Eq(0)) << r.out << r.err;
+    const nlohmann::json j = nlohmann::json::parse(testing::read_file(json), nullptr, false);
+    if (j.is_discarded()) return "";
+    return j["results"].value("token_digest", "");
+  };
+  const std::string greedy = digest({});
+  const std::string hot = digest({"--temperature", "2"});
+  EXPECT_THAT(greedy.size(), Eq(16u));
+  EXPECT_THAT(digest({}), Eq(greedy));
+  EXPECT_THAT(hot.size(), Eq(16u));
+  EXPECT_THAT(hot, Ne(greedy));
+  EXPECT_THAT(digest({"--temperature", "2"}), Eq(hot));
+  EXPECT_THAT(digest({"--temperature", "2", "--top-k", "1"}), Eq(greedy));
+  EXPECT_THAT(digest({"--temperature", "2", "--transport", "http", "--http", address}), Eq(hot));
+
+  RunResult loose = ringbench({"--top-p", "0.5"});
+  EXPECT_THAT(loose.status, Eq(2));
+  EXPECT_THAT(loose.err, HasSubstr("--temperature"));
 }
 
 TEST_F(ToolsTest, RingbenchRefusesWhatTheServerCannotHold) {
