@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kThreads)
   SampleRoute route = SampleRoute::kGreedy;
   const float inv_t = 1.0f / s.temperature;
   if constexpr (kCandidates) {
-    if (detail::samples(s)) {
+    if (samples(s)) {
       detail::plan_region(rows[b], s, V, work.prefix, scan_scratch, &work.result, work.plan);
       const uint32_t n = rows[b].n_candidates;
       if (work.plan.id_order) {
@@ -214,17 +214,17 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // picked and the shared scratch are reused below
     }
   }
-  if (detail::samples(s) && route == SampleRoute::kGreedy) {
+  if (samples(s) && route == SampleRoute::kGreedy) {
     route = SampleRoute::kOneBlock;
     for (int i = threadIdx.x; i < V; i += kThreads) p[i] = detail::sample_prob(l[i], m, inv_t);
     __syncthreads();
     uint32_t tau;
     uint64_t above;
-    if (s.top_k > 0 && s.top_k < V) {
+    if (top_k_cuts(s, V)) {
       radix_select(p, V, false, static_cast<uint64_t>(s.top_k), tau, above, hist, state);
       keep_top(p, V, tau, static_cast<uint64_t>(s.top_k) - above, scan_scratch);
     }
-    if (s.top_p < 1.0f) {
+    if (top_p_cuts(s)) {
       uint64_t mine = 0;
       for (int i = threadIdx.x; i < V; i += kThreads) mine += weight(p[i]);
       uint64_t total;
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t r = detail::draw_position(s, total);
     if (threadIdx.x == 0) picked = best.i;  // total == 0 cannot happen (max has p = 1)
     __syncthreads();
-    const bool truncated = (s.top_k > 0 && s.top_k < V) || s.top_p < 1.0f;
+    const bool truncated = top_k_cuts(s, V) || top_p_cuts(s);
     if (truncated) {
       // Descending order: the token is the one where the most-likely-first
       // cumulative mass passes r, i.e. the selection of mass r + 1.

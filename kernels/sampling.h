@@ -44,6 +44,19 @@ struct SampleResult {
   float top_logprobs[kMaxTopLogprobs];
 };
 
+// Whether a row draws (else it takes the argmax), and whether its top_k
+// (over a vocabulary of V) and its top_p cut anything: the one definition
+// the kernels and the engine share.
+__host__ __device__ inline bool samples(const SamplingSlot& s) {
+  return s.temperature > 0.0f && s.top_k != 1;
+}
+__host__ __device__ inline bool top_k_cuts(const SamplingSlot& s, int V) {
+  return s.top_k > 0 && s.top_k < V;
+}
+__host__ __device__ inline bool top_p_cuts(const SamplingSlot& s) {
+  return s.top_p < 1.0f;
+}
+
 // Per row and slice of the vocabulary: the largest logit, its id and the sum
 // of exp(logit - largest) over the slice (see sample_tokens_from_halves).
 struct HeadPartial {

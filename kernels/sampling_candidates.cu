@@ -27,10 +27,10 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint64_t ured[32];
   const int b = blockIdx.y, slice = blockIdx.x;
   const SamplingSlot s = slots[b];
-  if (!detail::samples(s)) return;
+  if (!samples(s)) return;
   SamplingRowScratch& row = rows[b];
   // Only the truncated draws read the bins.
-  const bool binned = (s.top_k > 0 && s.top_k < V) || s.top_p < 1.0f;
+  const bool binned = top_k_cuts(s, V) || top_p_cuts(s);
   for (int i = threadIdx.x; i < kMassBins; i += kThreads) {
     count[i] = 0;
     mass[i] = 0;
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int result;
   const int b = blockIdx.y, slice = blockIdx.x;
   const SamplingSlot s = slots[b];
-  if (!detail::samples(s)) return;
+  if (!samples(s)) return;
   SamplingRowScratch& row = rows[b];
   detail::plan_region(row, s, V, prefix, ured, &result, plan);
   if (plan.id_order || !plan.fits) return;

@@ -82,8 +82,8 @@ __device__ inline int crossing_bin(const BinPrefix& prefix, uint64_t count_total
 __device__ inline void plan_region(const SamplingRowScratch& row, const SamplingSlot& s, int V,
                                    BinPrefix& prefix, uint64_t* scratch, int* result,
                                    RegionPlan& plan) {
-  const bool k_active = s.top_k > 0 && s.top_k < V;
-  const bool p_active = s.top_p < 1.0f;
+  const bool k_active = top_k_cuts(s, V);
+  const bool p_active = top_p_cuts(s);
   if (!k_active && !p_active) {
     if (threadIdx.x == 0) {
       plan.id_order = plan.fits = true;
@@ -230,7 +230,6 @@ __device__ inline int draw_from_candidates(const SamplingRowScratch& row, uint32
   CandidateSort(sort_storage).SortDescending(keys, 0, kKeyBits + id_bits);
 
   // Thread t now holds candidate ranks [t * kSortItems, (t + 1) * kSortItems).
-  const bool k_active = s.top_k > 0 && s.top_k < V;
   uint64_t w[kSortItems], skipped[kSortItems];
   int32_t id[kSortItems];
   uint64_t mine = 0;
@@ -247,7 +246,7 @@ __device__ inline int draw_from_candidates(const SamplingRowScratch& row, uint32
       const int range = max(0, plan.range_of(mass_bin(key)));  // gathered: always in one
       const uint64_t row_rank = plan.skipped_count[range] + rank;
       skipped[j] = plan.skipped_mass[range];
-      if (!k_active || !plan.k_binds || row_rank < static_cast<uint64_t>(s.top_k))
+      if (!plan.k_binds || row_rank < static_cast<uint64_t>(s.top_k))
         w[j] = weight(__uint_as_float(key));
       if (plan.k_binds && row_rank + 1 == static_cast<uint64_t>(s.top_k)) {
         last_kept = true;
@@ -298,7 +297,7 @@ __device__ inline int draw_from_candidates(const SamplingRowScratch& row, uint32
   int32_t token = -1;
   // The nucleus ends at the token where the running mass reaches the target.
   const uint64_t total =
-      s.top_p < 1.0f ? locate(nucleus_target(s.top_p, kept_mass) - 1, token) : kept_mass;
+      top_p_cuts(s) ? locate(nucleus_target(s.top_p, kept_mass) - 1, token) : kept_mass;
   if (total == kNone) return -1;
   // The draw: the token whose interval holds the variate's position.
   if (locate(draw_position(s, total), token) == kNone) return -1;

@@ -14,10 +14,6 @@ namespace ringserve::kernels::detail {
 constexpr float kFixedOne = 1099511627776.0f;  // 2^40
 static_assert(kMassBins == 1281, "bins from 2^-40 to 1, 32 an octave");
 
-__device__ __forceinline__ bool samples(const SamplingSlot& s) {
-  return s.temperature > 0.0f && s.top_k != 1;
-}
-
 // exp((l - m) / T) with the subtraction and product rounded as written, so
 // no kernel contracts them differently from another.
 __device__ __forceinline__ float sample_prob(float l, float m, float inv_t) {

@@ -132,9 +132,6 @@ class CudaEngine final : public engine::Engine, public CudaEngineIntrospection {
     slot.seed = s.spec.sampling.seed;
     slot.counter = s.generated;
   }
-  static bool samples(const Sequence& s) {
-    return s.spec.sampling.temperature > 0.0f && s.spec.sampling.top_k != 1;
-  }
   SampledToken collect(Sequence& s, int row, bool from_prefill);
   Status run_prefill(std::vector<Sequence*>& group, StepResult& result);
   Status run_decode(std::vector<Sequence*>& batch, StepResult& result);
@@ -511,7 +508,7 @@ Status CudaEngine::run_prefill(std::vector<Sequence*>& group, StepResult& result
     }
     m.last_rows[i] = row - 1;
     fill_sampling(m.sampling[i], s);
-    any_row_samples |= samples(s);
+    any_row_samples |= kernels::samples(m.sampling[i]);
   }
   RS_TRY_STATUS(upload_meta());
   CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
@@ -612,7 +609,7 @@ Status CudaEngine::run_decode(std::vector<Sequence*>& batch, StepResult& result)
               m.block_tables + static_cast<size_t>(i + 1) * MB, 0);
     std::copy(s.blocks.begin(), s.blocks.end(), m.block_tables + static_cast<size_t>(i) * MB);
     fill_sampling(m.sampling[i], s);
-    any_row_samples |= samples(s);
+    any_row_samples |= kernels::samples(m.sampling[i]);
   }
   const DecodeAttention attention = forward_->attention_for(longest);
   const kernels::SampleStrategy sampling = forward_->sampling_for(any_row_samples);
