@@ -9,7 +9,11 @@
 // Each GEMV gets two shapes: the fastest at batch 1, and the fastest at the
 // engine's widest decode batch (up to 8) among the shapes that add up in the
 // batch-1 shape's order, so a sequence's logits are bitwise the same
-// whatever it is batched with (kernels::same_summation_order).
+// whatever it is batched with (kernels::same_summation_order). Shapes
+// within 1 % of the fastest are taken as tied, and the first of them in
+// order (the reference, then kernels::gemv_configs) is chosen, so that a
+// restart picks the same shapes and a seeded request samples the same
+// tokens.
 #pragma once
 
 #include <cuda_runtime_api.h>

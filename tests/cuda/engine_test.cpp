@@ -449,6 +449,7 @@ TEST(CudaEngineSampling, SeededAndIndependentOfTheBatch) {
 // and truncated rows together, step after step.
 TEST(CudaEngineSampling, CandidatesAndOneBlockDrawTheSameTokens) {
   cuda::CudaTuning one_block, candidates;
+  one_block.sampling = cuda::CudaTuning::Sampling::kOneBlock;
   candidates.sampling = cuda::CudaTuning::Sampling::kCandidates;
   auto a = make_cuda(load_fixture("tiny-qwen2-int8exact"), 4, one_block);
   auto b = make_cuda(load_fixture("tiny-qwen2-int8exact"), 4, candidates);
@@ -476,6 +477,64 @@ TEST(CudaEngineSampling, CandidatesAndOneBlockDrawTheSameTokens) {
     EXPECT_EQ(got[i], want[i]) << "sequence " << i + 1;
     EXPECT_GE(want[i].size(), 10u) << "sequence " << i + 1;
   }
+}
+
+// The same at the 7B's shapes (two layers, the whole 152k vocabulary), where
+// the candidates path sorts real gathers and the synthetic model's logits
+// are flat enough to reach its fallback: every setting DeepSeek and the
+// OpenAI API use by default, step after step. The engines use the default
+// GEMV shapes, so their logits are bitwise equal and only the sampler
+// differs.
+TEST(CudaEngineSampling, SevenBShapesCandidatesAndOneBlockDrawTheSameTokens) {
+  auto spec = model::load_model("synthetic:deepseek-r1-distill-qwen-7b,layers=2", {});
+  ASSERT_TRUE(spec) << spec.error().to_string();
+  cuda::CudaTuning one_block, candidates;
+  one_block.sampling = cuda::CudaTuning::Sampling::kOneBlock;
+  candidates.sampling = cuda::CudaTuning::Sampling::kCandidates;
+  one_block.tune_gemv = candidates.tune_gemv = false;
+  auto a = make_cuda(*spec, 4, one_block);
+  auto b = make_cuda(std::move(spec).value(), 4, candidates);
+  ASSERT_TRUE(a && b);
+  std::vector<engine::SamplingParams> params(4);
+  params[0] = {.temperature = 0.6f, .top_p = 0.95f, .seed = 11};
+  params[1] = {.temperature = 0.7f, .top_p = 0.9f, .top_k = 40, .seed = 12};
+  params[2] = {.temperature = 1.0f, .seed = 13};
+  params[3] = {.temperature = 1.0f, .top_p = 0.95f, .seed = 14, .top_logprobs = 3};
+  std::mt19937_64 rng(test_seed() ^ 0x5a3b1e);
+  std::uniform_int_distribution<int> tok(0, 152063);
+  std::vector<std::vector<int32_t>> prompts(4);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    prompts[i].resize(3 + 7 * i);
+    for (auto& t : prompts[i]) t = tok(rng);
+  }
+  constexpr int kSteps = 24;
+  auto run = [&](engine::Engine& e) {
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(e.add({i + 1, prompts[i], kSteps + 8, params[i]}));
+    std::vector<std::vector<int32_t>> out(params.size());
+    std::vector<std::vector<float>> logprobs(params.size());
+    for (int s = 0; s < kSteps; ++s) {
+      auto r = e.step();
+      EXPECT_TRUE(r);
+      if (!r) break;
+      for (const auto& t : r->tokens) {
+        out[t.id - 1].push_back(t.token);
+        logprobs[t.id - 1].push_back(t.logprob);
+      }
+    }
+    for (size_t i = 0; i < params.size(); ++i) e.release(i + 1);
+    return std::pair{out, logprobs};
+  };
+  const auto [want, want_lp] = run(*a);
+  const auto [got, got_lp] = run(*b);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(got[i], want[i]) << "sequence " << i + 1;
+    EXPECT_EQ(got_lp[i], want_lp[i]) << "sequence " << i + 1;
+    EXPECT_EQ(want[i].size(), static_cast<size_t>(kSteps)) << "sequence " << i + 1;
+  }
+  // And again on the same engine: a seeded request repeats.
+  const auto [again, again_lp] = run(*b);
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(again[i], got[i]) << "sequence " << i + 1;
 }
 
 TEST(CudaEngineApi, RejectsBadSequencesAndAccountsKv) {
