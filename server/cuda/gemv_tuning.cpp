@@ -203,26 +203,23 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
     // The fastest candidate at `batch`; with `like`, only among those that
     // add up in its order (it qualifies itself, so there is always one).
     // ref_ms, if given, receives the reference's time (candidates[0]).
-    // Shapes within kTie of the fastest count as tied, and the first of
-    // them in enumeration order wins: timings of such shapes swap places
-    // from one start to the next, and a different summation order would
-    // change the logits' low bits, and so which token a seeded request
-    // samples, every time the server restarts.
-    constexpr float kTie = 1.01f;
+    // Near-ties go to the first shape (pick_first_within): timings of such
+    // shapes swap places from one start to the next, and a different
+    // summation order would change the logits' low bits, and so which
+    // token a seeded request samples, every time the server restarts.
     auto fastest = [&](int batch, const GemvConfig* like, float* ref_ms) -> Expected<Pick> {
       std::vector<Pick> timed;
-      float best = std::numeric_limits<float>::infinity();
+      std::vector<float> times;
       for (size_t i = 0; i < candidates.size(); ++i) {
         const GemvConfig& cfg = candidates[i];
         if (like && !kernels::same_summation_order(cfg, *like)) continue;
         const float ms = RS_TRY(time_config(f, cfg, batch, stream, start, stop));
         if (i == 0 && ref_ms) *ref_ms = ms;
         timed.push_back(Pick{cfg, ms});
-        best = std::min(best, ms);
+        times.push_back(ms);
       }
-      for (const Pick& p : timed)
-        if (p.ms <= best * kTie) return p;
-      return Pick{};  // unreachable: `timed` holds the fastest
+      const int pick = pick_first_within(times);
+      return pick < 0 ? Pick{} : timed[static_cast<size_t>(pick)];
     };
     auto gbs = [&](float ms) {
       return static_cast<double>(m0.rows) * m0.cols / (static_cast<double>(ms) * 1e-3) / 1e9;

@@ -18,6 +18,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cmath>
+#include <span>
 #include <string>
 
 #include "cuda/device_model.h"
@@ -25,6 +28,21 @@
 #include "ringserve/common/expected.h"
 
 namespace ringserve::cuda {
+
+// Shapes whose times are within this ratio of the fastest are tied.
+inline constexpr float kGemvTimeTie = 1.01f;
+
+// Which of the candidates timed `ms` (in enumeration order) the tuner
+// takes: the first within `tie` of the fastest; -1 if no time is finite.
+inline int pick_first_within(std::span<const float> ms, float tie = kGemvTimeTie) {
+  float best = INFINITY;
+  for (float t : ms)
+    if (std::isfinite(t)) best = std::min(best, t);
+  if (!std::isfinite(best)) return -1;
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (ms[i] <= best * tie) return static_cast<int>(i);
+  return -1;
+}
 
 // Returns a one-line summary of the chosen shapes for the log.
 // with_persistent: also the persistent shapes (CudaTuning::persistent_gemv).
