@@ -32,7 +32,32 @@ std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue, bool with_persistent
   return out;
 }
 
+std::vector<GemvConfig> gemv_ring_configs(GemvEpilogue epilogue) {
+  std::vector<GemvConfig> out;
+  for (int tiles : {1, 2})
+    for (int warps : {4, 8})
+      for (int kb : {48, 96}) {
+        if (epilogue == GemvEpilogue::kSiluMulBf16 && tiles != 2) continue;
+        GemvConfig c{tiles, warps};
+        c.ring_kb = kb;
+        out.push_back(c);
+      }
+  return out;
+}
+
+bool gemv_ring_supported() {
+  int device = 0, major = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         major >= 9;
+}
+
+bool gemv_config_fits(const GemvConfig& c, int rows, WeightLayout layout) {
+  return c.ring_kb == 0 || (layout == WeightLayout::kTiled16x64 && rows % (16 * c.tiles) == 0);
+}
+
 std::string describe(const GemvConfig& c) {
+  if (c.ring_kb > 0) return fmt::format("t{}w{}ring{}", c.tiles, c.warps, c.ring_kb);
   return fmt::format("t{}w{}u{}{}{}", c.tiles, c.warps, c.unroll, c.pipelined ? "p" : "",
                      c.persistent ? "r" : "");
 }
@@ -66,6 +91,15 @@ Status gemv_w8a16(const GemvArgs& a, const GemvConfig& cfg, cudaStream_t stream)
                       "gemv_w8a16: tiled weights need rows % 16 == 0, cols % 64 == 0 and "
                       "16-byte aligned w and x (rows={} cols={})",
                       a.rows, a.cols);
+  if (cfg.ring_kb > 0) {
+    if (!gemv_config_fits(cfg, a.rows, a.layout))
+      return make_error(Errc::kInvalidArgument,
+                        "gemv_w8a16: the ring kernel needs tiled weights with rows a multiple of "
+                        "{} (rows={})",
+                        16 * cfg.tiles, a.rows);
+    if (!gemv_ring_supported())
+      return make_error(Errc::kUnsupported, "gemv_w8a16: the ring kernel needs sm_90 or newer");
+  }
   const int out_cols = silu ? a.rows / 2 : a.rows;
   if (a.ld_out != 0 && a.ld_out < out_cols)
     return make_error(Errc::kInvalidArgument, "gemv_w8a16: ld_out {} < {}", a.ld_out, out_cols);

@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
+#include "bulk_copy.cuh"
 #include "common.cuh"
 #include "gemv_w8a16.h"
 
@@ -55,18 +57,35 @@ __device__ __forceinline__ int chunk_stride(bool tiled) {
   return tiled ? kTileRows * kTileCols : 64;
 }
 
-// With two tiles the compiler converts x once for both calls.
-__device__ __forceinline__ void mma_chunk(float (&acc)[4], const Chunk& c, const uint4 (&x)[2]) {
+// The b operands of a chunk's four mmas: activations 4j..4j+3 of this
+// lane's 16 (words 2j and 2j+1 of x[0..1]) in fp16, scaled by kXScale.
+struct XFrag {
+  uint32_t b[8];
+};
+
+__device__ __forceinline__ XFrag x_frag(const uint4 (&x)[2]) {
+  XFrag f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    f.b[2 * j] = bf16x2_to_f16x2(word(x[j / 2], (j % 2) * 2), kXScale);
+    f.b[2 * j + 1] = bf16x2_to_f16x2(word(x[j / 2], (j % 2) * 2 + 1), kXScale);
+  }
+  return f;
+}
+
+__device__ __forceinline__ void mma_chunk(float (&acc)[4], const Chunk& c, const XFrag& x) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     uint32_t lo_g, hi_g, lo_g8, hi_g8;
     int8x4_to_f16x2(word(c.w[0], j), lo_g, hi_g);
     int8x4_to_f16x2(word(c.w[1], j), lo_g8, hi_g8);
-    // activations 4j..4j+3 of this lane's 16: words 2j and 2j+1 of x[0..1]
-    const uint32_t b0 = bf16x2_to_f16x2(word(x[j / 2], (j % 2) * 2), kXScale);
-    const uint32_t b1 = bf16x2_to_f16x2(word(x[j / 2], (j % 2) * 2 + 1), kXScale);
-    mma_f16_16816(acc, lo_g, lo_g8, hi_g, hi_g8, b0, b1);
+    mma_f16_16816(acc, lo_g, lo_g8, hi_g, hi_g8, x.b[2 * j], x.b[2 * j + 1]);
   }
+}
+
+// With two tiles the compiler converts x once for both calls.
+__device__ __forceinline__ void mma_chunk(float (&acc)[4], const Chunk& c, const uint4 (&x)[2]) {
+  mma_chunk(acc, c, x_frag(x));
 }
 
 // Bounds-checked chunk load for the last, partial chunk (cols % 64 != 0) and
@@ -94,18 +113,17 @@ __device__ __forceinline__ void load_chunk_checked(const int8_t* w0, const int8_
 }
 
 // Accumulator fragment: acc[0..1] = (row g, batch 2t, 2t+1), acc[2..3] =
-// (row g+8, batch 2t, 2t+1). Sums the K-split partials of all warps of the
-// block and applies the epilogue. Shared by both kernel variants.
-template <int TILES, int WARPS, GemvEpilogue EPI>
-__device__ __forceinline__ void reduce_and_store(const float (&acc)[TILES][4],
-                                                 const float* __restrict__ scale,
-                                                 const float* __restrict__ bias, int rows,
-                                                 int batch, void* __restrict__ out, int ld_out,
-                                                 int row_block) {
+// (row g+8, batch 2t, 2t+1). Every warp's K-split partials go to shared
+// memory; after a barrier, sum_and_store adds them up (warp 0 first, always
+// in the same order) and applies the epilogue. Shared by every variant.
+template <int TILES, int WARPS>
+using Partials = float[WARPS][TILES][16][9];  // +1 column: fewer bank conflicts
+
+template <int TILES, int WARPS>
+__device__ __forceinline__ void store_partials(Partials<TILES, WARPS>& part,
+                                               const float (&acc)[TILES][4]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = row_block * 16 * TILES;
-  __shared__ float part[WARPS][TILES][16][9];  // +1 column: fewer bank conflicts
 #pragma unroll
   for (int i = 0; i < TILES; ++i) {
     part[warp][i][g][2 * t] = acc[i][0];
@@ -113,8 +131,14 @@ __device__ __forceinline__ void reduce_and_store(const float (&acc)[TILES][4],
     part[warp][i][g + 8][2 * t] = acc[i][2];
     part[warp][i][g + 8][2 * t + 1] = acc[i][3];
   }
-  __syncthreads();
+}
 
+template <int TILES, int WARPS, GemvEpilogue EPI>
+__device__ __forceinline__ void sum_and_store(const Partials<TILES, WARPS>& part,
+                                              const float* __restrict__ scale,
+                                              const float* __restrict__ bias, int rows, int batch,
+                                              void* __restrict__ out, int ld_out, int row_block) {
+  const int row0 = row_block * 16 * TILES;
   constexpr int kOutputs = (EPI == GemvEpilogue::kSiluMulBf16 ? 1 : TILES) * 128;
   for (int idx = threadIdx.x; idx < kOutputs; idx += WARPS * 32) {
     const int tile = idx / 128, r = (idx / 8) % 16, n = idx % 8;
@@ -151,6 +175,18 @@ __device__ __forceinline__ void reduce_and_store(const float (&acc)[TILES][4],
       }
     }
   }
+}
+
+template <int TILES, int WARPS, GemvEpilogue EPI>
+__device__ __forceinline__ void reduce_and_store(const float (&acc)[TILES][4],
+                                                 const float* __restrict__ scale,
+                                                 const float* __restrict__ bias, int rows,
+                                                 int batch, void* __restrict__ out, int ld_out,
+                                                 int row_block) {
+  __shared__ Partials<TILES, WARPS> part;
+  store_partials<TILES, WARPS>(part, acc);
+  __syncthreads();
+  sum_and_store<TILES, WARPS, EPI>(part, scale, bias, rows, batch, out, ld_out, row_block);
 }
 
 template <int TILES, int WARPS, GemvEpilogue EPI>
@@ -465,23 +501,175 @@ __global__ void __launch_bounds__(WARPS * 32)
   reduce_and_store<1, WARPS, EPI>(acc, scale, bias, rows, batch, out, ld_out, blockIdx.x);
 }
 
+// The ring variant (GemvConfig::ring_kb, sm_90, tiled weights): warp
+// specialisation instead of loads in registers. One producer warp (the
+// block's last) streams the block's row blocks, WARPS chunks of each tile
+// at a time, with TMA bulk copies into a ring of shared-memory stages; the
+// WARPS consumer warps wait on a stage's mbarrier, multiply their chunk of
+// it (warp w takes chunk w, as in the grouped kernel: the same summation
+// order, so the tuner may pair the two) and hand the stage back. So the
+// bytes in flight are set by the ring's size, not by registers, and a
+// consumer's arithmetic never holds up the next loads. The grid is
+// persistent with an equal number of row blocks per block (one more for
+// some), and the producer needs no input, so under programmatic launch the
+// weights start streaming while the previous kernel still runs.
+// The activations are read (from L1) and converted chunk by chunk, as in the
+// other variants: holding a warp's converted activations in registers for
+// all its row blocks took 130 registers a thread and one block per SM.
+// Under programmatic launch the producer lets the next kernel launch once
+// it has issued its last copy: the block then only drains its ring, and
+// the next kernel's blocks, where they fit beside it, start streaming.
+constexpr int kMaxRingStages = 32;
+
+template <int TILES, int WARPS, GemvEpilogue EPI>
+__global__ void __launch_bounds__((WARPS + 1) * 32)
+    gemv_w8a16_ring_kernel(const int8_t* __restrict__ W, const float* __restrict__ scale,
+                           const float* __restrict__ bias, int rows, int K,
+                           const __nv_bfloat16* __restrict__ X, int batch, void* __restrict__ out,
+                           int ld_out, int stages) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kTileStage = WARPS * kTileRows * kTileCols;  // one tile's chunks of a stage
+  constexpr int kStageBytes = TILES * kTileStage;
+  extern __shared__ __align__(128) uint8_t ring[];
+  __shared__ uint64_t full[kMaxRingStages], empty[kMaxRingStages];
+  __shared__ Partials<TILES, WARPS> part;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int nchunks = K / kTileCols;
+  const int per_row = (nchunks + WARPS - 1) / WARPS;  // stages per row block
+  const int row_blocks = rows / (16 * TILES);
+  const int bid = static_cast<int>(blockIdx.x), nblocks = static_cast<int>(gridDim.x);
+  const int mine = row_blocks > bid ? (row_blocks - bid + nblocks - 1) / nblocks : 0;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      detail::mbar_init(&full[s], 1);
+      detail::mbar_init(&empty[s], WARPS);
+    }
+    detail::mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warp == WARPS) {  // the producer: weights only, so it never waits for the predecessor
+    if (lane == 0) {
+      const int total = mine * per_row;
+      for (int s = 0; s < total; ++s) {
+        const int slot = s % stages, round = s / stages;
+        if (round > 0) detail::mbar_wait(&empty[slot], (round - 1) & 1);
+        const int rb = bid + (s / per_row) * nblocks, i = s % per_row;
+        const int n = min(WARPS, nchunks - i * WARPS);
+        const uint32_t bytes = static_cast<uint32_t>(n) * kTileRows * kTileCols;
+        detail::mbar_arrive_expect_tx(&full[slot], TILES * bytes);
+#pragma unroll
+        for (int tl = 0; tl < TILES; ++tl)
+          detail::bulk_copy_g2s(ring + slot * kStageBytes + tl * kTileStage,
+                                W + static_cast<size_t>(rb * TILES + tl) * kTileRows * K +
+                                    static_cast<size_t>(i) * kTileStage,
+                                bytes, &full[slot]);
+      }
+      detail::pdl_launch_dependents();
+    }
+    return;
+  }
+
+  const int g = lane >> 2, t = lane & 3;
+  const bool xvalid = g < batch;
+  const __nv_bfloat16* xrow = X + static_cast<size_t>(xvalid ? g : 0) * K;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  auto x_of = [&](int c) {
+    uint4 x[2] = {zero, zero};
+    if (xvalid && c < nchunks) {
+      const uint4* xp = reinterpret_cast<const uint4*>(xrow + c * kTileCols + t * 16);
+      x[0] = __ldg(xp);
+      x[1] = __ldg(xp + 1);
+    }
+    return x_frag(x);
+  };
+  // Stage s holds chunks [i WARPS, i WARPS + n) of each tile of its row
+  // block; this warp multiplies chunk c = i WARPS + warp, if there is one.
+  auto consume = [&](float(&acc)[TILES][4], int s, int c, const XFrag& xf) {
+    const int slot = s % stages;
+    detail::mbar_wait(&full[slot], (s / stages) & 1);
+    if (c < nchunks) {
+      const uint8_t* base =
+          ring + slot * kStageBytes + warp * kTileRows * kTileCols + g * 64 + t * 16;
+#pragma unroll
+      for (int tl = 0; tl < TILES; ++tl) {
+        Chunk ch;
+        ch.w[0] = *reinterpret_cast<const uint4*>(base + tl * kTileStage);
+        ch.w[1] = *reinterpret_cast<const uint4*>(base + tl * kTileStage + 8 * 64);
+        mma_chunk(acc[tl], ch, xf);
+      }
+    }
+    __syncwarp();
+    if (lane == 0) detail::mbar_arrive(&empty[slot]);
+  };
+
+  detail::pdl_wait();  // X (and, for the residual, out) belong to the predecessor until here
+  for (int r = 0; r < mine; ++r) {
+    float acc[TILES][4];
+#pragma unroll
+    for (int i = 0; i < TILES; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int j = 0; j < per_row; ++j) {
+      const int c = j * WARPS + warp;
+      consume(acc, r * per_row + j, c, x_of(c));  // x is loaded before the stage is waited for
+    }
+    store_partials<TILES, WARPS>(part, acc);
+    detail::named_barrier(1, WARPS * 32);
+    sum_and_store<TILES, WARPS, EPI>(part, scale, bias, rows, batch, out, ld_out,
+                                     bid + r * nblocks);
+    detail::named_barrier(1, WARPS * 32);  // the next row block rewrites part
+  }
+#endif
+}
+
 // How many blocks of `kernel` the whole GPU holds at once, asked once per
 // kernel and device (a decode step launches 113 GEMVs; without graphs each
 // would ask). 0 if the runtime cannot say.
-int resident_grid(const void* kernel, int threads) {
+int resident_grid(const void* kernel, int threads, size_t smem = 0) {
   static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> known;
+  static std::map<std::tuple<const void*, int, size_t>, int> known;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   std::lock_guard lock(mu);
-  const auto key = std::make_pair(kernel, device);
+  const auto key = std::make_tuple(kernel, device, smem);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  int sms = 0, per_sm = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess)
+  int sms = 0, per_sm = 0, optin = 0;
+  cudaFuncAttributes attr{};
+  bool ok = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+            cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+                cudaSuccess &&
+            cudaFuncGetAttributes(&attr, kernel) == cudaSuccess;
+  // Over 48 KB of shared memory in all needs an opt-in, set once to the
+  // most this kernel can have so that no launch shape lowers it for another.
+  if (ok && smem + attr.sharedSizeBytes > 48 * 1024)
+    ok = smem + attr.sharedSizeBytes <= static_cast<size_t>(optin) &&
+         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              optin - static_cast<int>(attr.sharedSizeBytes)) == cudaSuccess;
+  if (!ok ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess)
     sms = per_sm = 0;
   return known[key] = sms * per_sm;
+}
+
+// The ring kernel's grid: as many blocks as are resident at once, fewer
+// where that evens out the row blocks each one walks.
+template <int TILES, int WARPS, GemvEpilogue EPI>
+cudaError_t launch_ring(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16* x, void* out,
+                        int batch, int ld_out, cudaStream_t stream) {
+  constexpr int kStageBytes = TILES * WARPS * kTileRows * kTileCols;
+  const auto kernel = gemv_w8a16_ring_kernel<TILES, WARPS, EPI>;
+  const int stages = std::clamp(cfg.ring_kb * 1024 / kStageBytes, 2, kMaxRingStages);
+  const size_t smem = static_cast<size_t>(stages) * kStageBytes;
+  const int threads = (WARPS + 1) * 32;
+  const int wave = resident_grid(reinterpret_cast<const void*>(kernel), threads, smem);
+  if (wave <= 0) return cudaErrorInvalidConfiguration;
+  const int row_blocks = a.rows / (16 * TILES);
+  const int per_block = (row_blocks + wave - 1) / wave;
+  const dim3 grid((row_blocks + per_block - 1) / per_block);
+  return detail::launch_maybe_pdl(kernel, grid, dim3(threads), smem, stream, a.pdl, a.w, a.scale,
+                                  a.bias, a.rows, a.cols, x, batch, out, ld_out, stages);
 }
 
 // Every GEMV kernel calls pdl_wait() before touching X or `out`, so a.pdl may
@@ -499,6 +687,11 @@ cudaError_t launch(const GemvConfig& cfg, const GemvArgs& a, const __nv_bfloat16
     return detail::launch_maybe_pdl(kernel, grid, block, 0, stream, a.pdl, a.w, a.scale, a.bias,
                                     a.rows, a.cols, x, batch, out, ld_out, vec, tiled);
   };
+  if (cfg.ring_kb > 0) {
+    if constexpr (WARPS <= 8)
+      return launch_ring<TILES, WARPS, EPI>(cfg, a, x, out, batch, ld_out, stream);
+    return cudaErrorInvalidValue;  // gemv_config_valid: ring shapes have 4 or 8 warps
+  }
   if constexpr (TILES == 1) {
     if (cfg.pipelined) return go(gemv_w8a16_pipelined_kernel<WARPS, EPI>);
   }

@@ -66,18 +66,26 @@ struct GemvArgs {
 // the next pair of chunks while it multiplies the current one.
 // `persistent` (grouped kernel, 8 or 16 warps): a grid of only as many
 // blocks as are resident at once, each walking row blocks in turn.
+// `ring_kb` (48 or 96; 4 or 8 warps, unroll 0): the ring kernel, sm_90 and
+// tiled weights only (rows a multiple of 16 * tiles): `warps` consumer warps
+// and one producer warp that streams the weights with TMA bulk copies into
+// a ring of ring_kb KB of shared memory (gemv_w8a16.cu says why).
 struct GemvConfig {
   int tiles = 1;   // 1 or 2
   int warps = 8;   // 4, 8 or 16
   int unroll = 0;  // 0 (original kernel) or U (grouped kernel, see above)
   bool pipelined = false;
   bool persistent = false;
+  int ring_kb = 0;  // > 0: the ring kernel
 };
 
 // Whether the launch shape is one the kernels are instantiated for.
 inline bool gemv_config_valid(const GemvConfig& c) {
   if (c.tiles != 1 && c.tiles != 2) return false;
   if (c.warps != 4 && c.warps != 8 && c.warps != 16) return false;
+  if (c.ring_kb != 0)
+    return (c.ring_kb == 48 || c.ring_kb == 96) && c.warps <= 8 && c.unroll == 0 && !c.pipelined &&
+           !c.persistent;
   if (c.pipelined) return !c.persistent && c.tiles == 1 && c.unroll == 2;
   if (c.persistent && (c.unroll == 0 || c.warps < 8)) return false;
   if (c.unroll == 0) return true;
@@ -89,11 +97,11 @@ GemvConfig default_gemv_config(int rows, int cols, GemvEpilogue epilogue);
 // Whether two launch shapes add up every output in the same order, and so
 // give bitwise the same result for every batch row whatever the batch: the
 // same warps splitting K the same way (contiguous ranges in the original
-// kernel, interleaved chunks in the others). The tile count and the unroll
-// only change which loads are in flight together.
+// kernel, interleaved chunks in the others). The tile count, the unroll and
+// the ring only change which loads are in flight together.
 inline bool same_summation_order(const GemvConfig& a, const GemvConfig& b) {
-  const bool a_interleaved = a.unroll > 0 || a.pipelined;
-  const bool b_interleaved = b.unroll > 0 || b.pipelined;
+  const bool a_interleaved = a.unroll > 0 || a.pipelined || a.ring_kb > 0;
+  const bool b_interleaved = b.unroll > 0 || b.pipelined || b.ring_kb > 0;
   return a.warps == b.warps && a_interleaved == b_interleaved;
 }
 
@@ -103,8 +111,16 @@ inline bool same_summation_order(const GemvConfig& a, const GemvConfig& b) {
 // The persistent shapes only with_persistent (the tuner offers them only
 // when CudaTuning::persistent_gemv asks).
 std::vector<GemvConfig> gemv_configs(GemvEpilogue epilogue, bool with_persistent = false);
+// The ring kernel's shapes for `epilogue`: only for tiled weights with rows
+// a multiple of 16 * tiles, on a GPU where gemv_ring_supported().
+std::vector<GemvConfig> gemv_ring_configs(GemvEpilogue epilogue);
+// Whether the current device runs the ring kernel (compute capability 9.0+).
+bool gemv_ring_supported();
+// Whether `config` can serve a matrix of `rows` in `layout`: everything can,
+// but the ring kernel needs whole row blocks of tiled weights.
+bool gemv_config_fits(const GemvConfig& config, int rows, WeightLayout layout);
 // "t1w8u4", with a trailing "p" for the pipelined kernel, "r" for a
-// persistent (resident) grid.
+// persistent (resident) grid; "t1w8ring96" for the ring kernel.
 std::string describe(const GemvConfig& config);
 #endif
 

@@ -194,7 +194,7 @@ fi
 # every launch shape, which run no kernel the other tests do not, are left out for time)
 if ((memcheck)); then
   timeout "$(allow 150)" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$bin/kernels_gpu_test" --gtest_filter='-Gemv.LmHeadShape*:Gemv.EveryVariantAtSevenBShapes:Gemv.ShapesOfOneSummationOrderAreBatchInvariant:Gemv.TiledAndRowMajorWeightsAgreeBitwise' \
+    "$bin/kernels_gpu_test" --gtest_filter='-Gemv.LmHeadShape*:Gemv.EveryVariantAtSevenBShapes:Gemv.ShapesOfOneSummationOrderAreBatchInvariant:Gemv.TiledAndRowMajorWeightsAgreeBitwise:GemvRing.SevenBShapesMatchReference' \
     > "$out/memcheck_kernels.log" 2>&1
   r=$?
   note "memcheck kernels_gpu_test: rc=$r $(grep -E 'ERROR SUMMARY' "$out/memcheck_kernels.log" | tail -1)"

@@ -342,8 +342,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
   CUBLAS_CHECK(
       cublasSetWorkspace(e->cublas_, e->ws_->cublas_workspace, e->ws_->cublas_workspace_bytes));
   if (e->tuning_.tune_gemv) {
-    const std::string tuned =
-        RS_TRY(tune_gemv(*e->model_, *e->ws_, e->stream_, e->tuning_.persistent_gemv));
+    const std::string tuned = RS_TRY(tune_gemv(*e->model_, *e->ws_, e->stream_,
+                                               e->tuning_.persistent_gemv, e->tuning_.ring_gemv));
     log->info("cuda: decode GEMV shapes: {}", tuned);
   }
 

@@ -69,6 +69,14 @@ struct CudaTuning {
   // was no faster there (376.9 against 378.3 tok/s) and slower at batch 4
   // (1405.8 against 1431.5), docs/BENCHMARKS.md.
   bool persistent_gemv = false;
+  // Also offer the tuner the ring GEMV shapes (GemvConfig::ring_kb: a
+  // producer warp streams the weights with TMA bulk copies into shared
+  // memory; sm_90, tiled weights on the GPU only). Off: on an H100 they were
+  // no faster alone (gate/up 48.8 against 48.2 us, down 30.2 against 26.0)
+  // and decode was unchanged with them (321.5 against 322.7 tok/s at batch
+  // 1, docs/BENCHMARKS.md); not yet measured on the H200, whose higher
+  // bandwidth needs more bytes in flight per SM, which is what they add.
+  bool ring_gemv = false;
   // The int8 weights in 16x64 tiles (kernels::WeightLayout, applied where
   // the shape allows); off keeps them row-major, as loaded, for comparison.
   // On an H100: 324 against 305 tok/s at batch 1, 1243 against 1158 at

@@ -128,7 +128,7 @@ bool agrees(const std::vector<float>& got, const std::vector<float>& want) {
 }  // namespace
 
 Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream,
-                                bool with_persistent) {
+                                bool with_persistent, bool with_ring) {
   auto log = log::get("engine");
   auto& layers = model.mutable_layers();
   // Verification batch: every batch row a decode step can use, up to the 8
@@ -182,12 +182,32 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
     const auto want = RS_TRY(run_once(f, ref_cfg, vb, stream));
 
     std::vector<GemvConfig> candidates{ref_cfg};
-    for (const GemvConfig& cfg : kernels::gemv_configs(f.epi, with_persistent)) {
+    std::vector<GemvConfig> shapes_to_try = kernels::gemv_configs(f.epi, with_persistent);
+    // The ring kernel streams with TMA from device memory: only where every
+    // layer's matrix is on the GPU and tiled.
+    const bool ring =
+        with_ring && kernels::gemv_ring_supported() && f.timed == static_cast<int>(f.mats.size());
+    for (const GemvConfig& cfg :
+         ring ? kernels::gemv_ring_configs(f.epi) : std::vector<GemvConfig>{}) {
+      const bool fits = std::all_of(f.mats.begin(), f.mats.end(), [&](const DeviceLinear* m) {
+        return kernels::gemv_config_fits(cfg, m->rows, m->layout);
+      });
+      if (fits) shapes_to_try.push_back(cfg);
+    }
+    for (const GemvConfig& cfg : shapes_to_try) {
       if (cfg.tiles == ref_cfg.tiles && cfg.warps == ref_cfg.warps && cfg.unroll == 0 &&
-          !cfg.pipelined)
+          !cfg.pipelined && !cfg.persistent && cfg.ring_kb == 0)
         continue;
-      const auto got = RS_TRY(run_once(f, cfg, vb, stream));
-      if (!agrees(got, want)) {
+      // A shape that cannot launch here (a launch error, not a fault: those
+      // would poison the context and fail the next call) is skipped.
+      const auto got = run_once(f, cfg, vb, stream);
+      if (!got) {
+        ++rejected;
+        log->warn("cuda: GEMV {} {}x{}: variant {} does not run: {}; not used", f.name, m0.rows,
+                  m0.cols, kernels::describe(cfg), got.error().to_string());
+        continue;
+      }
+      if (!agrees(*got, want)) {
         ++rejected;
         log->warn("cuda: GEMV {} {}x{}: variant {} disagrees with the reference; not used", f.name,
                   m0.rows, m0.cols, kernels::describe(cfg));
@@ -257,7 +277,8 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   if (!status) return std::move(status).error();
-  if (rejected > 0) summary += fmt::format("{} variant(s) rejected by verification", rejected);
+  if (rejected > 0)
+    summary += fmt::format("{} variant(s) rejected (wrong output or no launch)", rejected);
   return summary;
 }
 

@@ -45,8 +45,9 @@ inline int pick_first_within(std::span<const float> ms, float tie = kGemvTimeTie
 }
 
 // Returns a one-line summary of the chosen shapes for the log.
-// with_persistent: also the persistent shapes (CudaTuning::persistent_gemv).
+// with_persistent: also the persistent shapes (CudaTuning::persistent_gemv);
+// with_ring: also the ring shapes (CudaTuning::ring_gemv), where they can run.
 Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t stream,
-                                bool with_persistent = false);
+                                bool with_persistent = false, bool with_ring = false);
 
 }  // namespace ringserve::cuda

@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 #include <vector>
+
+#include "gemv_w8a16.h"
 
 namespace ringserve::cuda {
 namespace {
@@ -40,6 +44,43 @@ TEST(GemvTuningPick, IgnoresTimesThatAreNotFinite) {
   EXPECT_EQ(pick({NAN, INFINITY}), -1);
   EXPECT_EQ(pick({}), -1);
   EXPECT_EQ(pick({3.0f}), 0);
+}
+
+// The ring shapes the tuner may add (no GPU needed to check what they are):
+// valid, named apart, only for tiled weights in whole row blocks, and each
+// summing in the order of the grouped kernel with its warp count, which is
+// what lets the tuner pair a ring shape at batch 1 with a grouped one at
+// wider batches.
+TEST(GemvRingShapes, AreValidDistinctAndPairWithTheGroupedKernel) {
+  using kernels::GemvConfig;
+  using kernels::GemvEpilogue;
+  for (auto epi :
+       {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32, GemvEpilogue::kSiluMulBf16}) {
+    const auto rings = kernels::gemv_ring_configs(epi);
+    ASSERT_FALSE(rings.empty());
+    std::set<std::string> names;
+    for (const GemvConfig& r : rings) {
+      EXPECT_TRUE(kernels::gemv_config_valid(r)) << kernels::describe(r);
+      names.insert(kernels::describe(r));
+      if (epi == GemvEpilogue::kSiluMulBf16) {
+        EXPECT_EQ(r.tiles, 2);
+      }
+      const GemvConfig grouped{r.tiles, r.warps, r.tiles == 1 ? 4 : 2};
+      EXPECT_TRUE(kernels::same_summation_order(r, grouped)) << kernels::describe(r);
+      const GemvConfig original{r.tiles, r.warps, 0};
+      EXPECT_FALSE(kernels::same_summation_order(r, original)) << kernels::describe(r);
+      EXPECT_FALSE(kernels::gemv_config_fits(r, 4608, kernels::WeightLayout::kRowMajor));
+      EXPECT_TRUE(kernels::gemv_config_fits(r, 4608, kernels::WeightLayout::kTiled16x64));
+      EXPECT_EQ(kernels::gemv_config_fits(r, 48, kernels::WeightLayout::kTiled16x64), r.tiles == 1);
+    }
+    EXPECT_EQ(names.size(), rings.size());
+  }
+  GemvConfig bad{1, 16};
+  bad.ring_kb = 48;  // no ring kernel with 16 consumer warps
+  EXPECT_FALSE(kernels::gemv_config_valid(bad));
+  bad = GemvConfig{1, 8, 4};
+  bad.ring_kb = 48;  // the ring kernel has no unroll
+  EXPECT_FALSE(kernels::gemv_config_valid(bad));
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ void check(const Problem& p, GemvEpilogue epi, const std::vector<GemvConfig>& co
     layouts.push_back(kernels::WeightLayout::kTiled16x64);
   auto one = [&](const GemvConfig* cfg) {
     for (auto layout : layouts) {
+      if (cfg && !kernels::gemv_config_fits(*cfg, p.rows, layout)) continue;
       const auto got = run(p, h, epi, cfg, rp, layout);
       EXPECT_LT(ref::rel_l2(got, want), bf16_out ? 5e-3 : 1e-5)
           << "rows=" << p.rows << " cols=" << p.cols << " batch=" << p.batch << " config "
@@ -435,6 +436,151 @@ TEST(Gemv, TiledAndRowMajorWeightsAgreeBitwise) {
       EXPECT_EQ(diff, 0) << p.rows << "x" << p.cols << " under " << kernels::describe(cfg);
     }
   }
+}
+
+// The ring kernel (sm_90, tiled weights): every shape of it against the
+// reference at the 7B decode shapes and at edge sizes: one row block, fewer
+// chunks than consumer warps, a last stage that is partly empty, many row
+// blocks per block, down_proj's K (activations converted chunk by chunk
+// rather than held in registers), batches over 8 (two passes).
+class GemvRing : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kernels::gemv_ring_supported()) GTEST_SKIP() << "the ring kernel needs sm_90";
+  }
+};
+
+TEST_F(GemvRing, SevenBShapesMatchReference) {
+  const auto f32 = kernels::gemv_ring_configs(GemvEpilogue::kStoreF32);
+  const auto res = kernels::gemv_ring_configs(GemvEpilogue::kResidualAddF32);
+  const auto silu = kernels::gemv_ring_configs(GemvEpilogue::kSiluMulBf16);
+  check({4608, 3584, 1, true}, GemvEpilogue::kStoreF32, f32);
+  check({4608, 3584, 5, true}, GemvEpilogue::kStoreF32, f32);
+  check({3584, 3584, 1, false}, GemvEpilogue::kResidualAddF32, res);
+  check({3584, 3584, 8, false}, GemvEpilogue::kResidualAddF32, res);
+  check({3584, 18944, 1, false}, GemvEpilogue::kResidualAddF32, res);
+  check({3584, 18944, 4, false}, GemvEpilogue::kResidualAddF32, res);
+  check({2 * 18944, 3584, 1, false}, GemvEpilogue::kSiluMulBf16, silu);
+  check({2 * 18944, 3584, 3, false}, GemvEpilogue::kSiluMulBf16, silu);
+  check({152064, 3584, 2, false}, GemvEpilogue::kStoreF32, f32);
+}
+
+TEST_F(GemvRing, EdgeSizesMatchReference) {
+  for (auto epi :
+       {GemvEpilogue::kStoreF32, GemvEpilogue::kResidualAddF32, GemvEpilogue::kStoreBf16}) {
+    const auto cfgs = kernels::gemv_ring_configs(epi);
+    for (const Problem& p : {Problem{32, 64, 1, true}, Problem{32, 64 * 9, 3, false},
+                             Problem{64, 64 * 13, 8, true}, Problem{96, 4160, 9, true},
+                             Problem{32 * 700, 128, 2, false}, Problem{32, 64 * 70, 4, true}})
+      check(p, epi, cfgs);
+  }
+  const auto silu = kernels::gemv_ring_configs(GemvEpilogue::kSiluMulBf16);
+  check({2 * 16, 64, 1, true}, GemvEpilogue::kSiluMulBf16, silu);
+  check({2 * 48, 64 * 11, 9, true}, GemvEpilogue::kSiluMulBf16, silu);
+}
+
+// The ring kernel adds up in the grouped kernel's order (warp w takes
+// chunks w, w + warps, ...), which is what lets the tuner pair the two:
+// bitwise the same outputs for the same warp count, at every batch.
+TEST_F(GemvRing, AgreesBitwiseWithTheGroupedKernel) {
+  const std::pair<Problem, GemvEpilogue> cases[] = {
+      {{1024, 3584, 1, true}, GemvEpilogue::kStoreF32},
+      {{1024, 3584, 8, true}, GemvEpilogue::kStoreF32},
+      {{256, 18944, 3, false}, GemvEpilogue::kResidualAddF32},
+      {{2 * 1024, 3584, 4, false}, GemvEpilogue::kSiluMulBf16}};
+  for (const auto& [p, epi] : cases) {
+    std::mt19937_64 rng(test_seed() ^ (p.rows * 23 + p.cols + p.batch));
+    const Host h = make_host(p, rng);
+    std::vector<float> resid;
+    if (epi == GemvEpilogue::kResidualAddF32)
+      resid = ref::random_f32(static_cast<size_t>(p.batch) * p.rows, rng, -4.0f, 4.0f);
+    const auto* rp = resid.empty() ? nullptr : &resid;
+    for (const auto& ring : kernels::gemv_ring_configs(epi)) {
+      const GemvConfig grouped{ring.tiles, ring.warps, ring.tiles == 1 ? 4 : 2};
+      ASSERT_TRUE(kernels::same_summation_order(ring, grouped));
+      const auto a = run(p, h, epi, &ring, rp, kernels::WeightLayout::kTiled16x64);
+      const auto b = run(p, h, epi, &grouped, rp, kernels::WeightLayout::kTiled16x64);
+      int diff = 0;
+      for (size_t i = 0; i < a.size(); ++i) diff += a[i] != b[i];
+      EXPECT_EQ(diff, 0) << p.rows << "x" << p.cols << " batch " << p.batch << ": "
+                         << kernels::describe(ring) << " against " << kernels::describe(grouped);
+    }
+  }
+}
+
+// Under programmatic launch the producer warp streams weights at once, but
+// the consumers must still wait for the kernel that writes x.
+TEST_F(GemvRing, PdlLaunchWaitsForTheProducerOfX) {
+  const Problem p{4608, 3584, 4, true};
+  const int norm_rows = 8192;
+  std::mt19937_64 rng(test_seed() ^ 0x9d2);
+  Host h = make_host(p, rng);
+  const auto xin = ref::random_f32(static_cast<size_t>(norm_rows) * p.cols, rng, -2.0f, 2.0f);
+  DeviceBuffer<float> dxin(xin), ones(std::vector<float>(p.cols, 1.0f));
+  DeviceBuffer<uint16_t> xn(static_cast<size_t>(norm_rows) * p.cols);
+  DeviceBuffer<int8_t> q(laid_out(p, h, kernels::WeightLayout::kTiled16x64));
+  DeviceBuffer<float> scale(h.scale), bias(h.bias);
+  const size_t x_off = static_cast<size_t>(norm_rows - p.batch) * p.cols;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (const GemvConfig& cfg : kernels::gemv_ring_configs(GemvEpilogue::kStoreF32)) {
+    xn.poison();
+    DeviceBuffer<float> out(static_cast<size_t>(p.batch) * p.rows);
+    out.poison();
+    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dxin.get(), ones.get(),
+                                             reinterpret_cast<__nv_bfloat16*>(xn.get()), norm_rows,
+                                             p.cols, 1e-6f, nullptr, stream));
+    GemvArgs a;
+    a.w = q.get();
+    a.layout = kernels::WeightLayout::kTiled16x64;
+    a.scale = scale.get();
+    a.bias = bias.get();
+    a.rows = p.rows;
+    a.cols = p.cols;
+    a.x = reinterpret_cast<const __nv_bfloat16*>(xn.get() + x_off);
+    a.batch = p.batch;
+    a.out = out.get();
+    a.pdl = true;
+    ASSERT_TRUE(kernels::gemv_w8a16(a, cfg, stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto all_x = xn.download();
+    h.x.assign(all_x.begin() + static_cast<std::ptrdiff_t>(x_off), all_x.end());
+    const auto want = expected(p, h, GemvEpilogue::kStoreF32, nullptr);
+    const auto got_f = out.download();
+    const std::vector<double> got(got_f.begin(), got_f.end());
+    EXPECT_LT(ref::rel_l2(got, want), 1e-5) << kernels::describe(cfg);
+  }
+  cudaStreamDestroy(stream);
+}
+
+// Shapes the ring kernel cannot serve are refused with a clear error, not
+// run: row-major weights, rows that do not fill its row blocks.
+TEST_F(GemvRing, RefusesWhatItCannotServe) {
+  DeviceBuffer<int8_t> q(48 * 64);
+  DeviceBuffer<float> s(48), out(48);
+  DeviceBuffer<uint16_t> x(64);
+  GemvArgs a;
+  a.w = q.get();
+  a.scale = s.get();
+  a.x = reinterpret_cast<const __nv_bfloat16*>(x.get());
+  a.out = out.get();
+  a.rows = 48;
+  a.cols = 64;
+  a.batch = 1;
+  GemvConfig ring{1, 8};
+  ring.ring_kb = 48;
+  EXPECT_FALSE(kernels::gemv_w8a16(a, ring, nullptr));  // row-major
+  a.layout = kernels::WeightLayout::kTiled16x64;
+  EXPECT_TRUE(kernels::gemv_w8a16(a, ring, nullptr));
+  ring.tiles = 2;  // 48 rows are one and a half row blocks of 32
+  EXPECT_FALSE(kernels::gemv_w8a16(a, ring, nullptr));
+  ring.tiles = 1;
+  ring.ring_kb = 64;  // not a ring size there is a kernel for
+  EXPECT_FALSE(kernels::gemv_w8a16(a, ring, nullptr));
+  ring.ring_kb = 48;
+  ring.warps = 16;
+  EXPECT_FALSE(kernels::gemv_w8a16(a, ring, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace

@@ -116,6 +116,7 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
       {"(graphs)", "decode"},
       {"(graphs, no PDL)", "decode_nopdl"},
       {"(graphs, row-major weights)", "decode_rowmajor"},
+      {"(graphs, ring GEMV offered)", "decode_ring"},
       {"(graphs, RoPE + split attention)", "decode_split_attention"},
       {"(graphs, T 0.6 top-p 0.95)", "decode_sampled"},
       {"(graphs, T 0.7 top-k 40 top-p 0.9)", "decode_topk"},
@@ -180,6 +181,9 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
   // The int8 weights row-major, as loaded (CudaTuning::tiled_weights, on
   // by default since this comparison showed the tiles help).
   variant("(graphs, row-major weights)", [](cuda::CudaTuning& t) { t.tiled_weights = false; });
+  // With the ring GEMV shapes among the tuner's candidates
+  // (CudaTuning::ring_gemv, off by default: no faster on an H100).
+  variant("(graphs, ring GEMV offered)", [](cuda::CudaTuning& t) { t.ring_gemv = true; });
   // The one-block sampler (CudaTuning::sampling = kOneBlock, the default
   // until 2026-12-05), sampled as above. Greedy steps take the one-block
   // path under either setting, so they are not repeated.
