@@ -340,21 +340,21 @@ TEST(Gemv, LmHeadShapeGroupedVariant) {
 // dependants launch at once), here over many rows so it is still running
 // when the GEMV starts; the GEMV's x is its last rows, poisoned (NaN)
 // beforehand. The reference is computed from x as the producer left it.
-TEST(Gemv, PdlLaunchWaitsForTheProducerOfX) {
+void check_waits_for_the_producer_of_x(const std::vector<GemvConfig>& configs,
+                                       kernels::WeightLayout layout, uint64_t seed) {
   const Problem p{4608, 3584, 4, true};
   const int norm_rows = 8192;
-  std::mt19937_64 rng(test_seed() ^ 0x9d1);
+  std::mt19937_64 rng(test_seed() ^ seed);
   Host h = make_host(p, rng);
   const auto xin = ref::random_f32(static_cast<size_t>(norm_rows) * p.cols, rng, -2.0f, 2.0f);
   DeviceBuffer<float> dxin(xin), ones(std::vector<float>(p.cols, 1.0f));
   DeviceBuffer<uint16_t> xn(static_cast<size_t>(norm_rows) * p.cols);
-  DeviceBuffer<int8_t> q(h.q);
+  DeviceBuffer<int8_t> q(laid_out(p, h, layout));
   DeviceBuffer<float> scale(h.scale), bias(h.bias);
   const size_t x_off = static_cast<size_t>(norm_rows - p.batch) * p.cols;
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  for (const GemvConfig& cfg : {GemvConfig{1, 8, 0}, GemvConfig{1, 8, 8}, GemvConfig{1, 16, 4},
-                                GemvConfig{1, 8, 2, true}}) {
+  for (const GemvConfig& cfg : configs) {
     xn.poison();
     DeviceBuffer<float> out(static_cast<size_t>(p.batch) * p.rows);
     out.poison();
@@ -363,6 +363,7 @@ TEST(Gemv, PdlLaunchWaitsForTheProducerOfX) {
                                              p.cols, 1e-6f, nullptr, stream));
     GemvArgs a;
     a.w = q.get();
+    a.layout = layout;
     a.scale = scale.get();
     a.bias = bias.get();
     a.rows = p.rows;
@@ -383,19 +384,33 @@ TEST(Gemv, PdlLaunchWaitsForTheProducerOfX) {
   cudaStreamDestroy(stream);
 }
 
+TEST(Gemv, PdlLaunchWaitsForTheProducerOfX) {
+  check_waits_for_the_producer_of_x(
+      {GemvConfig{1, 8, 0}, GemvConfig{1, 8, 8}, GemvConfig{1, 16, 4}, GemvConfig{1, 8, 2, true}},
+      kernels::WeightLayout::kRowMajor, 0x9d1);
+}
+
+// Arguments for a one-row-of-x GEMV over the given buffers (shape checks).
+GemvArgs small_args(DeviceBuffer<int8_t>& q, DeviceBuffer<float>& s, DeviceBuffer<uint16_t>& x,
+                    DeviceBuffer<float>& out, int rows, int cols) {
+  GemvArgs a;
+  a.w = q.get();
+  a.scale = s.get();
+  a.x = reinterpret_cast<const __nv_bfloat16*>(x.get());
+  a.out = out.get();
+  a.rows = rows;
+  a.cols = cols;
+  a.batch = 1;
+  return a;
+}
+
 TEST(Gemv, RejectsBadArguments) {
   GemvArgs a;
   EXPECT_FALSE(kernels::gemv_w8a16(a, nullptr));
   DeviceBuffer<int8_t> q(64);
   DeviceBuffer<float> s(2), out(64);
   DeviceBuffer<uint16_t> x(64);
-  a.w = q.get();
-  a.scale = s.get();
-  a.x = reinterpret_cast<const __nv_bfloat16*>(x.get());
-  a.out = out.get();
-  a.rows = 2;
-  a.cols = 32;
-  a.batch = 1;
+  a = small_args(q, s, x, out, 2, 32);
   EXPECT_TRUE(kernels::gemv_w8a16(a, nullptr));
   a.epilogue = GemvEpilogue::kSiluMulBf16;  // 2 rows cannot hold a gate/up group
   EXPECT_FALSE(kernels::gemv_w8a16(a, nullptr));
@@ -511,46 +526,8 @@ TEST_F(GemvRing, AgreesBitwiseWithTheGroupedKernel) {
 // Under programmatic launch the producer warp streams weights at once, but
 // the consumers must still wait for the kernel that writes x.
 TEST_F(GemvRing, PdlLaunchWaitsForTheProducerOfX) {
-  const Problem p{4608, 3584, 4, true};
-  const int norm_rows = 8192;
-  std::mt19937_64 rng(test_seed() ^ 0x9d2);
-  Host h = make_host(p, rng);
-  const auto xin = ref::random_f32(static_cast<size_t>(norm_rows) * p.cols, rng, -2.0f, 2.0f);
-  DeviceBuffer<float> dxin(xin), ones(std::vector<float>(p.cols, 1.0f));
-  DeviceBuffer<uint16_t> xn(static_cast<size_t>(norm_rows) * p.cols);
-  DeviceBuffer<int8_t> q(laid_out(p, h, kernels::WeightLayout::kTiled16x64));
-  DeviceBuffer<float> scale(h.scale), bias(h.bias);
-  const size_t x_off = static_cast<size_t>(norm_rows - p.batch) * p.cols;
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  for (const GemvConfig& cfg : kernels::gemv_ring_configs(GemvEpilogue::kStoreF32)) {
-    xn.poison();
-    DeviceBuffer<float> out(static_cast<size_t>(p.batch) * p.rows);
-    out.poison();
-    ASSERT_TRUE(kernels::rmsnorm_f32_to_bf16(dxin.get(), ones.get(),
-                                             reinterpret_cast<__nv_bfloat16*>(xn.get()), norm_rows,
-                                             p.cols, 1e-6f, nullptr, stream));
-    GemvArgs a;
-    a.w = q.get();
-    a.layout = kernels::WeightLayout::kTiled16x64;
-    a.scale = scale.get();
-    a.bias = bias.get();
-    a.rows = p.rows;
-    a.cols = p.cols;
-    a.x = reinterpret_cast<const __nv_bfloat16*>(xn.get() + x_off);
-    a.batch = p.batch;
-    a.out = out.get();
-    a.pdl = true;
-    ASSERT_TRUE(kernels::gemv_w8a16(a, cfg, stream));
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    const auto all_x = xn.download();
-    h.x.assign(all_x.begin() + static_cast<std::ptrdiff_t>(x_off), all_x.end());
-    const auto want = expected(p, h, GemvEpilogue::kStoreF32, nullptr);
-    const auto got_f = out.download();
-    const std::vector<double> got(got_f.begin(), got_f.end());
-    EXPECT_LT(ref::rel_l2(got, want), 1e-5) << kernels::describe(cfg);
-  }
-  cudaStreamDestroy(stream);
+  check_waits_for_the_producer_of_x(kernels::gemv_ring_configs(GemvEpilogue::kStoreF32),
+                                    kernels::WeightLayout::kTiled16x64, 0x9d2);
 }
 
 // Shapes the ring kernel cannot serve are refused with a clear error, not
@@ -559,14 +536,7 @@ TEST_F(GemvRing, RefusesWhatItCannotServe) {
   DeviceBuffer<int8_t> q(48 * 64);
   DeviceBuffer<float> s(48), out(48);
   DeviceBuffer<uint16_t> x(64);
-  GemvArgs a;
-  a.w = q.get();
-  a.scale = s.get();
-  a.x = reinterpret_cast<const __nv_bfloat16*>(x.get());
-  a.out = out.get();
-  a.rows = 48;
-  a.cols = 64;
-  a.batch = 1;
+  GemvArgs a = small_args(q, s, x, out, 48, 64);
   GemvConfig ring{1, 8};
   ring.ring_kb = 48;
   EXPECT_FALSE(kernels::gemv_w8a16(a, ring, nullptr));  // row-major
