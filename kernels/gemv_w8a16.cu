@@ -510,8 +510,8 @@ __global__ void __launch_bounds__(WARPS * 32)
 // order, so the tuner may pair the two) and hand the stage back. So the
 // bytes in flight are set by the ring's size, not by registers, and a
 // consumer's arithmetic never holds up the next loads. The grid is
-// persistent with an equal number of row blocks per block (one more for
-// some), and the producer needs no input, so under programmatic launch the
+// persistent, every block walking the same number of row blocks (one fewer
+// for some), and the producer needs no input, so under programmatic launch the
 // weights start streaming while the previous kernel still runs.
 // The activations are read (from L1) and converted chunk by chunk, as in the
 // other variants: holding a warp's converted activations in registers for
