@@ -56,6 +56,15 @@ bool gemv_config_fits(const GemvConfig& c, int rows, WeightLayout layout) {
   return c.ring_kb == 0 || (layout == WeightLayout::kTiled16x64 && rows % (16 * c.tiles) == 0);
 }
 
+std::vector<GemvConfig> gemv_ring_configs_for(GemvEpilogue epilogue, int rows,
+                                              WeightLayout layout) {
+  std::vector<GemvConfig> out;
+  if (!gemv_ring_supported()) return out;
+  for (const GemvConfig& c : gemv_ring_configs(epilogue))
+    if (gemv_config_fits(c, rows, layout)) out.push_back(c);
+  return out;
+}
+
 std::string describe(const GemvConfig& c) {
   if (c.ring_kb > 0) return fmt::format("t{}w{}ring{}", c.tiles, c.warps, c.ring_kb);
   return fmt::format("t{}w{}u{}{}{}", c.tiles, c.warps, c.unroll, c.pipelined ? "p" : "",

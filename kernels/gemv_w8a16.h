@@ -119,6 +119,10 @@ bool gemv_ring_supported();
 // Whether `config` can serve a matrix of `rows` in `layout`: everything can,
 // but the ring kernel needs whole row blocks of tiled weights.
 bool gemv_config_fits(const GemvConfig& config, int rows, WeightLayout layout);
+// The ring shapes that can serve a matrix of `rows` in `layout` on the
+// current device: those of gemv_ring_configs that fit, none where the
+// device has no ring kernel. What the tuner and the benchmarks add.
+std::vector<GemvConfig> gemv_ring_configs_for(GemvEpilogue epilogue, int rows, WeightLayout layout);
 // "t1w8u4", with a trailing "p" for the pipelined kernel, "r" for a
 // persistent (resident) grid; "t1w8ring96" for the ring kernel.
 std::string describe(const GemvConfig& config);

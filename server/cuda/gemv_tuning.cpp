@@ -184,19 +184,16 @@ Expected<std::string> tune_gemv(DeviceModel& model, Workspace& ws, cudaStream_t 
     std::vector<GemvConfig> candidates{ref_cfg};
     std::vector<GemvConfig> shapes_to_try = kernels::gemv_configs(f.epi, with_persistent);
     // The ring kernel streams with TMA from device memory: only where every
-    // layer's matrix is on the GPU and tiled.
-    const bool ring =
-        with_ring && kernels::gemv_ring_supported() && f.timed == static_cast<int>(f.mats.size());
-    for (const GemvConfig& cfg :
-         ring ? kernels::gemv_ring_configs(f.epi) : std::vector<GemvConfig>{}) {
-      const bool fits = std::all_of(f.mats.begin(), f.mats.end(), [&](const DeviceLinear* m) {
-        return kernels::gemv_config_fits(cfg, m->rows, m->layout);
-      });
-      if (fits) shapes_to_try.push_back(cfg);
-    }
+    // layer's matrix is on the GPU, laid out as the first one is.
+    const bool ring = with_ring && f.timed == static_cast<int>(f.mats.size()) &&
+                      std::all_of(f.mats.begin(), f.mats.end(),
+                                  [&](const DeviceLinear* m) { return m->layout == m0.layout; });
+    if (ring)
+      for (const GemvConfig& cfg : kernels::gemv_ring_configs_for(f.epi, m0.rows, m0.layout))
+        shapes_to_try.push_back(cfg);
     for (const GemvConfig& cfg : shapes_to_try) {
       if (cfg.tiles == ref_cfg.tiles && cfg.warps == ref_cfg.warps && cfg.unroll == 0 &&
-          !cfg.pipelined && !cfg.persistent && cfg.ring_kb == 0)
+          !cfg.pipelined && cfg.ring_kb == 0)
         continue;
       // A shape that cannot launch here (a launch error, not a fault: those
       // would poison the context and fail the next call) is skipped.

@@ -66,10 +66,9 @@ void time_family(Family& f, const Ceilings& c, uint32_t* sink) {
     double best = 1e30, best_plain = 1e30, best_ring = 1e30;
     GemvConfig best_cfg{}, ring_cfg{};
     auto cfgs = kernels::gemv_configs(shape.epi, true);
-    if (kernels::gemv_ring_supported())
-      for (const auto& r : kernels::gemv_ring_configs(shape.epi))
-        if (kernels::gemv_config_fits(r, shape.rows, kernels::WeightLayout::kTiled16x64))
-          cfgs.push_back(r);
+    for (const auto& r :
+         kernels::gemv_ring_configs_for(shape.epi, shape.rows, kernels::WeightLayout::kTiled16x64))
+      cfgs.push_back(r);
     for (const GemvConfig& cfg : cfgs) {
       int i = 0;
       const double ms = graph_ms([&](cudaStream_t s) { run(f, i++, batch, cfg, s); }, reps);

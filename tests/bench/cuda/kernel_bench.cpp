@@ -40,14 +40,13 @@ void gemv_bench(const Ceilings& c, bool quick) {
       kernels::GemvConfig best{};
       std::string all;
       auto cfgs_to_try = kernels::gemv_configs(s.epi, true);
-      if (kernels::gemv_ring_supported())
-        for (const auto& r : kernels::gemv_ring_configs(s.epi))
-          if (kernels::gemv_config_fits(r, s.rows, kernels::WeightLayout::kTiled16x64))
-            cfgs_to_try.push_back(r);
+      for (const auto& r :
+           kernels::gemv_ring_configs_for(s.epi, s.rows, kernels::WeightLayout::kTiled16x64))
+        cfgs_to_try.push_back(r);
       for (const kernels::GemvConfig& cfg : cfgs_to_try) {
         const bool at_def = cfg.tiles == def.tiles && cfg.warps == def.warps;
-        const bool is_def = at_def && cfg.unroll == def.unroll && !cfg.pipelined &&
-                            !cfg.persistent && cfg.ring_kb == 0;
+        const bool is_def =
+            at_def && cfg.unroll == def.unroll && !cfg.pipelined && cfg.ring_kb == 0;
         // --quick: the reference and the other variants at its shape.
         if (quick && !at_def) continue;
         int it = 0;
