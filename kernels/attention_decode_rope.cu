@@ -18,32 +18,43 @@ constexpr int kThreads = 256;
 // (contexts beyond cluster_blocks * kChunk) walks them in chunks with an
 // online softmax.
 constexpr int kChunk = 64;
+// Chunks in shared memory at a time: while one is used, the next
+// kStages - 1 stream in.
+constexpr int kStages = 2;
 // The query heads of one kv head are the N = 8 side of the score mma; a
 // group of fewer heads is padded with zero queries.
 constexpr int kHeads = 8;
 static_assert(kAttentionMaxGroup <= kHeads);
 
-// Shared-memory layout, in bytes from the start. Keys are staged with rows
-// of D + 8 elements: the mma fragment loads of 8 rows then fall in 32
-// distinct banks instead of 8 rows on the same 4. After the last chunk the
-// key and value buffers hold the value groups' partial sums (`red`).
+// Row stride, in elements, of the probabilities as the value mma's B
+// operand ([kHeads][kPStride] bf16): its fragment loads for 8 heads then
+// fall in distinct banks.
+constexpr int kPStride = kChunk + 8;
+// The probabilities enter the value mma as the sum of this many bf16 parts,
+// each the rounding of what the parts before it left: three hold a float's
+// 24 significant bits, so the products are those of the fp32 probability.
+constexpr int kProbParts = 3;
+
+// Shared-memory layout, in bytes from the start. Keys and values are staged
+// with rows of D + 8 elements: the mma fragment loads (and ldmatrix rows) of
+// 8 rows then fall in 32 distinct banks instead of 8 rows on the same 4.
 struct Layout {
-  int kstride;  // elements per staged key row
-  size_t k, v, q, p, acc, total;
+  int kstride;  // elements per staged key or value row
+  size_t k, v, q, p, parts, acc, total;
 };
 
 __host__ __device__ inline Layout layout(int D, int G) {
   Layout l{};
   l.kstride = D + 8;
   l.k = 0;
-  l.v = l.k + sizeof(__nv_bfloat16) * 2 * kChunk * l.kstride;
-  const size_t kv_end = l.v + sizeof(__nv_bfloat16) * 2 * kChunk * D;
-  // red: [value groups][kHeads][D] floats, value groups = kThreads / (D / 2)
-  const size_t red = sizeof(float) * (2 * kThreads / D) * kHeads * D;
-  l.q = kv_end > red ? kv_end : red;
-  l.p = l.q + sizeof(__nv_bfloat16) * kHeads * l.kstride;  // [kHeads][kstride] bf16
-  l.acc = l.p + sizeof(float) * kChunk * kHeads;           // [kChunk][kHeads] f32
-  l.total = l.acc + sizeof(float) * G * D;                 // [G][D] f32
+  l.v = l.k + sizeof(__nv_bfloat16) * kStages * kChunk * l.kstride;
+  l.q = l.v + sizeof(__nv_bfloat16) * kStages * kChunk * l.kstride;
+  // q: [kHeads][kstride] bf16; p, the scores: [kChunk][kHeads] f32; parts:
+  // [kProbParts][kHeads][kPStride] bf16; acc: [G][D] f32.
+  l.p = l.q + sizeof(__nv_bfloat16) * kHeads * l.kstride;
+  l.parts = l.p + sizeof(float) * kChunk * kHeads;
+  l.acc = l.parts + sizeof(__nv_bfloat16) * kProbParts * kHeads * kPStride;
+  l.total = l.acc + sizeof(float) * G * D;
   return l;
 }
 
@@ -61,22 +72,30 @@ __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait_all_but_one() {
-  asm volatile("cp.async.wait_group 1;" ::: "memory");
+// Waits until at most N of this thread's committed groups are in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_pending() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ uint32_t lds32(const __nv_bfloat16* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
 
+// Four 8x8 bf16 matrices from shared memory, transposed: lane l gives the
+// address of row l % 8 of matrix l / 8, and gets in r[j] elements (2t, g)
+// and (2t + 1, g) of matrix j (lane = 4 g + t).
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __nv_bfloat16* row) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
 // Starts copying keys [c0, c1) of (sequence b, kv head kvh) from the paged
-// cache into rows 0.. of kbuf (rows of kstride) and vbuf (rows of D), 16
-// bytes per copy. The row of key `skip` (the new token, whose cache slot is
-// written by this kernel) is left out.
+// cache into rows 0.. of kbuf and vbuf (rows of kstride), 16 bytes per
+// copy. The row of key `skip` (the new token, whose cache slot is written by
+// this kernel) is left out.
 __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0, int c1, int skip,
                             int kstride, __nv_bfloat16* kbuf, __nv_bfloat16* vbuf) {
   const int D = a.head_dim, pieces = D / 8, BT = a.block_tokens;
@@ -87,7 +106,7 @@ __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0
     const size_t src =
         kv_cache_offset(table[pos / BT], kvh, pos % BT, a.num_kv_heads, BT, D) + part * 8;
     cp_async16(kbuf + j * kstride + part * 8, a.k_cache + src);
-    cp_async16(vbuf + j * D + part * 8, a.v_cache + src);
+    cp_async16(vbuf + j * kstride + part * 8, a.v_cache + src);
   }
 }
 
@@ -98,12 +117,16 @@ __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0
 //
 // Per chunk: the scores of all heads of the group come from tensor-core
 // mmas (keys as M, head dimensions as K, the heads as N = 8), exact bf16
-// products summed in fp32 as the scalar kernels do, only in another order;
-// the values are summed on the CUDA cores, each thread holding two head
-// dimensions of every head for one of 2 * kThreads / D groups of keys, so a
-// key costs one 4-byte value load and two 16-byte probability loads for 16
-// FMAs. (The first version gave each thread one dimension and loaded every
-// probability separately; it was bound by shared-memory issue.)
+// products summed in fp32 as the scalar kernels do, only in another order.
+// The values too (head dimensions as M, keys as K, the heads as N), each
+// warp keeping 16 dimensions of every head in its accumulators across the
+// chunks. The probabilities enter as kProbParts bf16 parts that sum to the
+// fp32 probability, so nothing is lost to bf16's 8 bits: two parts (16
+// bits) were measured to flip the bf16 rounding of enough outputs to move a
+// tiny model's logits by 5e-3 against the split kernels. (Summed on the
+// CUDA cores, two dimensions of every head a thread, the values were the
+// kernel's longest phase: at long contexts a block was bound by instruction
+// issue, not by its loads, and more stages of keys in flight did not help.)
 template <int C>
 __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(RopeAttentionArgs ra) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -118,15 +141,16 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const Layout L = layout(D, G);
   const int ks = L.kstride;
-  // Two chunks of keys and values: the next chunk streams in while this
-  // one is used.
+  // kStages chunks of keys and values: chunk c lives in stage c % kStages.
   auto* kbase = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.k);
   auto* vbase = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.v);
-  auto* q = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.q);   // [kHeads][ks]
-  float* p = reinterpret_cast<float*>(smem_raw + L.p);          // [kChunk][kHeads]
+  auto* q = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.q);  // [kHeads][ks]
+  float* p = reinterpret_cast<float*>(smem_raw + L.p);         // [kChunk][kHeads]
+  // [kProbParts][kHeads][kPStride]
+  auto* parts = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.parts);
   float* acc_out = reinterpret_cast<float*>(smem_raw + L.acc);  // [G][D]
-  auto kbuf = [&](int c) { return kbase + (c & 1) * kChunk * ks; };
-  auto vbuf = [&](int c) { return vbase + (c & 1) * kChunk * D; };
+  auto kbuf = [&](int c) { return kbase + (c % kStages) * kChunk * ks; };
+  auto vbuf = [&](int c) { return vbase + (c % kStages) * kChunk * ks; };
   __shared__ float cos_t[kMaxHalf], sin_t[kMaxHalf];
   __shared__ float m_s[kHeads], l_s[kHeads], corr_s[kHeads];
   __shared__ __align__(16) __nv_bfloat16 new_k[kAttentionMaxHeadDim], new_v[kAttentionMaxHeadDim];
@@ -151,16 +175,25 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   const float freq =
       threadIdx.x < half ? detail::rope_inv_freq(r.inv_freq, r.rope_theta, threadIdx.x, D) : 0.0f;
 
-  // The first chunk is on its way, and the rotation table built, before
-  // the queries are rotated.
+  // The first chunks are on their way, and the rotation table built,
+  // before the queries are rotated. Every thread commits one group per
+  // chunk, empty or not, so "chunk c has landed" is always "at most
+  // kStages - 1 groups pending" after chunk c + kStages - 1 was committed.
   const int per = (n + C - 1) / C;
   const int k0 = min(n, rank * per), k1 = min(n, k0 + per);
   const int nchunks = (k1 - k0 + kChunk - 1) / kChunk;
   const int new_key = n - 1;  // the token this step adds: its K and V are in qkv
   const bool owns_new = new_key >= k0 && new_key < k1;
   const int skip = owns_new ? new_key : -1;
-  if (nchunks > 0) stage_chunk(a, b, kvh, k0, min(k1, k0 + kChunk), skip, ks, kbuf(0), vbuf(0));
-  cp_async_commit();
+  auto stage = [&](int c) {
+    if (c < nchunks) {
+      const int c0 = k0 + c * kChunk;
+      stage_chunk(a, b, kvh, c0, min(k1, c0 + kChunk), skip, ks, kbuf(c), vbuf(c));
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int c = 0; c < kStages - 1; ++c) stage(c);
   if (threadIdx.x < half) {  // detail::rope_table's values
     float sn, cs;
     sincosf(position * freq, &sn, &cs);
@@ -170,6 +203,11 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   if (threadIdx.x < kHeads) {
     m_s[threadIdx.x] = -INFINITY;
     l_s[threadIdx.x] = 0.0f;
+  }
+  // The padding heads' probabilities: zero, so their value sums stay zero.
+  for (int i = threadIdx.x; i < kProbParts * (kHeads - G) * kPStride; i += kThreads) {
+    const int part = i / ((kHeads - G) * kPStride), at = i % ((kHeads - G) * kPStride);
+    parts[(part * kHeads + G) * kPStride + at] = __float2bfloat16(0.0f);
   }
   __syncthreads();
 
@@ -210,41 +248,44 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   }
 
   const float softmax_scale = rsqrtf(static_cast<float>(D));
+  constexpr int kWarps = kThreads / detail::kWarp;
   const int warp = threadIdx.x / detail::kWarp, lane = threadIdx.x % detail::kWarp;
   const int fg = lane >> 2, ft = lane & 3;  // mma fragment row and column group
-  // Values: this thread's pair of dimensions and its group of keys.
-  const int pairs = half, groups = kThreads / pairs;
-  const int dp = threadIdx.x % pairs, kg = threadIdx.x / pairs;
-  float acc[2][kHeads];
-#pragma unroll
-  for (int g = 0; g < kHeads; ++g) acc[0][g] = acc[1][g] = 0.0f;
+  // Values: warp w accumulates dimensions [16 m, 16 m + 16) of every head
+  // for the tiles m = w, w + kWarps (head_dim <= 256: at most two).
+  constexpr int kValueTiles = (kAttentionMaxHeadDim / 16 + kWarps - 1) / kWarps;
+  float acc[kValueTiles][4] = {};
+  // This lane's ldmatrix row within a 16-key, 16-dimension tile: matrix
+  // lane / 8 is (keys + 8 * (lane / 16), dimensions + 8 * (lane / 8 % 2)).
+  const int ld_key = (lane & 7) + ((lane >> 4) & 1) * 8, ld_dim = ((lane >> 3) & 1) * 8;
 
   for (int c = 0; c < nchunks; ++c) {
     const int c0 = k0 + c * kChunk, len = min(kChunk, k1 - c0);
-    if (c + 1 < nchunks) {
-      // Its buffer was last read in chunk c - 1, which ended in a barrier.
-      stage_chunk(a, b, kvh, c0 + kChunk, min(k1, c0 + 2 * kChunk), skip, ks, kbuf(c + 1),
-                  vbuf(c + 1));
-      cp_async_commit();
-      cp_async_wait_all_but_one();
-    } else {
-      cp_async_wait_all();
-    }
+    // Its stage was last read in chunk c - 1, which ended in a barrier.
+    stage(c + kStages - 1);
+    cp_async_wait_pending<kStages - 1>();
     __syncthreads();  // every thread's copies, the queries and new_k / new_v
     __nv_bfloat16* kb = kbuf(c);
     __nv_bfloat16* vb = vbuf(c);
     if (owns_new && new_key < c0 + len) {
       for (int d = threadIdx.x; d < D; d += kThreads) {
         kb[(new_key - c0) * ks + d] = new_k[d];
-        vb[(new_key - c0) * D + d] = new_v[d];
+        vb[(new_key - c0) * ks + d] = new_v[d];
       }
       __syncthreads();
     }
 
+    // The value rows past len up to the next 16 are read by the last value
+    // mma with zero probabilities: stale or never written, they must not
+    // hold infinities or NaNs. (Key rows past len only reach dropped scores.)
+    const int len16 = (len + 15) / 16 * 16;
+    for (int i = threadIdx.x; i < (len16 - len) * D; i += kThreads)
+      vb[(len + i / D) * ks + i % D] = __float2bfloat16(0.0f);
+
     // Scores: warp w takes keys [16 w, 16 w + 16). Rows past len hold stale
     // data; a row of A only reaches the same row of the result, which is
     // dropped.
-    for (int i0 = warp * 16; i0 < len; i0 += kThreads / detail::kWarp * 16) {
+    for (int i0 = warp * 16; i0 < len; i0 += kWarps * 16) {
       float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       const __nv_bfloat16* ka = kb + (i0 + fg) * ks + 2 * ft;
       const __nv_bfloat16* qb = q + fg * ks + 2 * ft;
@@ -263,15 +304,22 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
     __syncthreads();
 
     // Online softmax, one warp per head: rescale what earlier chunks summed.
-    for (int g = warp; g < G; g += kThreads / detail::kWarp) {
+    // The probabilities go to `parts`, those of keys past len as zeros.
+    for (int g = warp; g < G; g += kWarps) {
       float mx = -INFINITY;
       for (int i = lane; i < len; i += detail::kWarp) mx = fmaxf(mx, p[i * kHeads + g]);
       mx = detail::warp_max(mx);
       const float m_old = m_s[g], m_new = fmaxf(m_old, mx);
       float sum = 0.0f;
-      for (int i = lane; i < len; i += detail::kWarp) {
-        const float e = expf(p[i * kHeads + g] - m_new);
-        p[i * kHeads + g] = e;
+      for (int i = lane; i < len16; i += detail::kWarp) {
+        const float e = i < len ? expf(p[i * kHeads + g] - m_new) : 0.0f;
+        float rest = e;
+#pragma unroll
+        for (int part = 0; part < kProbParts; ++part) {
+          const __nv_bfloat16 x = __float2bfloat16(rest);
+          parts[(part * kHeads + g) * kPStride + i] = x;
+          rest -= __bfloat162float(x);
+        }
         sum += e;
       }
       sum = detail::warp_sum(sum);
@@ -284,48 +332,45 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
     }
     __syncthreads();
 
-    // Values. The padding heads' probabilities are raw zero scores; their
-    // sums are never read.
-    if (kg < groups) {
+    // Values: out[dims, heads] += V^T P^T over the chunk's keys, 16 at a
+    // time, after rescaling each head's sums (columns 2 ft and 2 ft + 1).
+    const float corr0 = 2 * ft < G ? corr_s[2 * ft] : 0.0f;
+    const float corr1 = 2 * ft + 1 < G ? corr_s[2 * ft + 1] : 0.0f;
 #pragma unroll
-      for (int g = 0; g < kHeads; ++g) {
-        const float corr = g < G ? corr_s[g] : 0.0f;
-        acc[0][g] *= corr;
-        acc[1][g] *= corr;
-      }
-#pragma unroll 4
-      for (int i = kg; i < len; i += groups) {
-        const uint32_t v2 = lds32(vb + i * D + 2 * dp);
-        const float v0 = detail::bf16_lo(v2), v1 = detail::bf16_hi(v2);
-        const float4 pa = *reinterpret_cast<const float4*>(p + i * kHeads);
-        const float4 pb = *reinterpret_cast<const float4*>(p + i * kHeads + 4);
-        const float pv[kHeads] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
+    for (int t = 0; t < kValueTiles; ++t) {
+      const int m0 = (warp + t * kWarps) * 16;
+      if (m0 >= D) break;
+      acc[t][0] *= corr0;
+      acc[t][1] *= corr1;
+      acc[t][2] *= corr0;
+      acc[t][3] *= corr1;
+      for (int k0 = 0; k0 < len16; k0 += 16) {
+        uint32_t v[4];
+        ldmatrix_x4_trans(v, vb + (k0 + ld_key) * ks + m0 + ld_dim);
+        // Smallest part first, the order an fp32 sum of the parts would take.
 #pragma unroll
-        for (int g = 0; g < kHeads; ++g) {
-          acc[0][g] += pv[g] * v0;
-          acc[1][g] += pv[g] * v1;
+        for (int part = kProbParts - 1; part >= 0; --part) {
+          const __nv_bfloat16* pb = parts + (part * kHeads + fg) * kPStride + k0 + 2 * ft;
+          detail::mma_bf16_16816(acc[t], v[0], v[1], v[2], v[3], lds32(pb), lds32(pb + 8));
         }
       }
     }
-    __syncthreads();  // before kbuf(c), vbuf(c) and p are written again
+    __syncthreads();  // before kbuf(c), vbuf(c), p and parts are written again
   }
 
-  // The key groups' sums, through the idle key and value buffers, added in
-  // group order.
-  float* red = reinterpret_cast<float*>(smem_raw);  // [groups][kHeads][D]
-  if (kg < groups) {
+  // acc[t]: rows fg and fg + 8 of dimension tile t, heads 2 ft and 2 ft + 1.
 #pragma unroll
-    for (int g = 0; g < kHeads; ++g)
-      if (g < G)
-        *reinterpret_cast<float2*>(red + (kg * kHeads + g) * D + 2 * dp) =
-            make_float2(acc[0][g], acc[1][g]);
-  }
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
-    const int g = idx / D, d = idx % D;
-    float sum = 0.0f;
-    for (int k = 0; k < groups; ++k) sum += red[(k * kHeads + g) * D + d];
-    acc_out[idx] = sum;
+  for (int t = 0; t < kValueTiles; ++t) {
+    const int d = (warp + t * kWarps) * 16 + fg;
+    if (d >= D) break;
+    if (2 * ft < G) {
+      acc_out[2 * ft * D + d] = acc[t][0];
+      acc_out[2 * ft * D + d + 8] = acc[t][2];
+    }
+    if (2 * ft + 1 < G) {
+      acc_out[(2 * ft + 1) * D + d] = acc[t][1];
+      acc_out[(2 * ft + 1) * D + d + 8] = acc[t][3];
+    }
   }
   // Every block's m_s, l_s and acc_out, visible to the whole cluster.
   cluster.sync();

@@ -99,6 +99,8 @@ struct Ceilings {
 Ceilings measure_ceilings();
 void run_kernel_bench(const Ceilings& c, bool quick);
 void run_graph_bench(const Ceilings& c);
+// Only the decode attention part of run_graph_bench.
+void run_attention_graph_bench();
 void run_engine_bench(const Ceilings& c, int decode_steps);
 void run_decode_profile(int batch);
 

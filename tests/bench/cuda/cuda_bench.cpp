@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
   bool graph_only = false;
   app.add_flag("--in-graph", graph_only,
                "only the ceilings and the decode kernels timed inside CUDA graphs");
+  bool attention_only = false;
+  app.add_flag("--attention", attention_only,
+               "only the decode attention kernels timed inside CUDA graphs, contexts 512 to 16384");
   app.add_option("--decode-steps", decode_steps,
                  "decode steps per measurement (context 512 -> 512+N)");
   app.add_option("--profile-decode", profile_batch,
@@ -114,6 +117,10 @@ int main(int argc, char** argv) {
   if (offload) return ringserve::bench::run_offload_bench(off);
   if (profile_batch > 0) {
     ringserve::bench::run_decode_profile(profile_batch);
+    return 0;
+  }
+  if (attention_only) {
+    ringserve::bench::run_attention_graph_bench();
     return 0;
   }
   const auto ceilings = ringserve::bench::measure_ceilings();

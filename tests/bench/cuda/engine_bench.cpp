@@ -1,6 +1,7 @@
 // The CUDA engine on synthetic:deepseek-r1-distill-qwen-7b: 512-token
 // prefill (GPU and wall time) and decode tokens/s at batch 1 and 4 with the
-// context growing from 512, against the weight-streaming roofline.
+// context growing from 512, against the weight-streaming roofline; then the
+// same deep into a long answer (context 8192).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,12 +34,13 @@ std::vector<int32_t> random_prompt(int n, std::mt19937_64& rng, int vocab) {
 // pipeline kAsync is the engine without CUDA graphs (the default, kGraphs,
 // replays each decode step from a captured graph).
 std::unique_ptr<engine::Engine> make(const model::ModelWeights& w, cuda::CudaTuning t,
-                                     engine::Pipeline pipeline = engine::Pipeline::kGraphs) {
+                                     engine::Pipeline pipeline = engine::Pipeline::kGraphs,
+                                     int max_context = 1024) {
   engine::EngineOptions o;
   o.backend = engine::Backend::kCuda;
   o.pipeline = pipeline;
   o.max_batch = 4;
-  o.max_context = 1024;
+  o.max_context = max_context;
   auto e = cuda::create_cuda_engine(o, w, t);
   if (!e) {
     std::fprintf(stderr, "engine: %s\n", e.error().to_string().c_str());
@@ -75,17 +77,26 @@ void prefill_bench(engine::Engine& e, const char* label, std::mt19937_64& rng) {
               wall[wall.size() / 2]);
 }
 
+// Decode at `batch` with the context growing from `context` (the prompt).
 void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, const Ceilings& c,
-                  const char* label, std::mt19937_64& rng, engine::SamplingParams sampling = {}) {
+                  const char* label, std::mt19937_64& rng, engine::SamplingParams sampling = {},
+                  int context = 512) {
   for (int i = 0; i < batch; ++i) {
     sampling.seed = 100 + i;
-    if (!e.add({static_cast<uint64_t>(100 + i), random_prompt(512, rng, e.info().vocab_size),
-                steps + 1, sampling}))
+    if (!e.add({static_cast<uint64_t>(100 + i), random_prompt(context, rng, e.info().vocab_size),
+                steps + 64, sampling}))
       std::exit(1);
   }
-  if (!e.step()) std::exit(1);  // prefill: context 512
-  // A few steps to capture this batch size's graph before timing.
-  for (int i = 0; i < 3; ++i)
+  // The prefill (one step at 512, several for long prompts: the requests
+  // may run out past `steps` only with the slack above), then a few steps
+  // to capture this batch size's graph before timing.
+  for (int prefill_steps = 0;;) {
+    auto r = e.step();
+    if (!r) std::exit(1);
+    if (r->decode_tokens < batch && ++prefill_steps < 64) continue;
+    break;  // the first step in which every sequence decoded
+  }
+  for (int i = 0; i < 2; ++i)
     if (!e.step()) std::exit(1);
   std::vector<double> gpu;
   const auto t0 = Clock::now();
@@ -120,7 +131,8 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
       {"(graphs, RoPE + split attention)", "decode_split_attention"},
       {"(graphs, T 0.6 top-p 0.95)", "decode_sampled"},
       {"(graphs, T 0.7 top-k 40 top-p 0.9)", "decode_topk"},
-      {"(graphs, one-block sampler, T 0.6 top-p 0.95)", "decode_oneblock_sampled"}};
+      {"(graphs, one-block sampler, T 0.6 top-p 0.95)", "decode_oneblock_sampled"},
+      {"(graphs, context 8192)", "decode_ctx8192"}};
   for (const auto& [l, tag] : kTags)
     if (std::string(label) == l)
       std::printf("RESULT %s_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", tag, batch, step_ms,
@@ -200,6 +212,17 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
   // RoPE and the split attention as two kernels (CudaTuning::
   // attention_cluster = 0: the path GPUs without clusters take).
   variant("(graphs, RoPE + split attention)", [](cuda::CudaTuning& t) { t.attention_cluster = 0; });
+  // Deep into a long answer: DeepSeek-R1 reasons for thousands of tokens,
+  // and from context 8192 on the attention reads 0.5 MB of KV per layer
+  // and sequence, a larger part of each step.
+  {
+    cuda::CudaTuning t;
+    t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
+    auto e = make(*w, t, engine::Pipeline::kGraphs, 8192 + decode_steps + 80);
+    for (int batch : {1, 4})
+      decode_bench(*e, batch, decode_steps, weight_bytes, c, "(graphs, context 8192)", rng, {},
+                   8192);
+  }
   {
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kDequantPerLayer;

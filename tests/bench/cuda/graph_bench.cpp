@@ -13,6 +13,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -242,42 +243,51 @@ void small_kernels_in_graph() {
         B, V, one_ms * 1e3, kernels::kHeadSlices, halves_one * 1e3, halves_cand * 1e3);
     for (void* p : {logits, scratch, rows, results, slots}) cudaFree(p);
   }
+}
 
+// Decode attention at growing contexts, each of the 28 launches over its own
+// KV cache, as the engine's layers are (one cache would sit in L2 from the
+// second launch on at the shorter contexts).
+void attention_in_graph() {
+  std::printf("\n== decode attention inside a graph (28 back to back, each over its own KV)\n");
   using A = AttentionInputs;
+  int device = 0;
+  check(cudaGetDevice(&device), "device");
   for (int ctx : {512, 768, 4096, 16384}) {
     for (int B : {1, 4}) {
-      const AttentionInputs in(B, ctx, -32);  // the split path's default
-      auto rope = [&](cudaStream_t s) {
+      // -32: the split path's default splits.
+      std::vector<std::unique_ptr<AttentionInputs>> layers;
+      for (int i = 0; i < kLayers; ++i)
+        layers.push_back(std::make_unique<AttentionInputs>(B, ctx, -32));
+      // graph_ms captures kLayers calls: call i runs over layers[i].
+      auto each_layer = [&](const std::function<void(const AttentionInputs&, cudaStream_t)>& fn) {
+        int i = 0;
+        return graph_ms([&](cudaStream_t s) { fn(*layers[i++ % kLayers], s); }, kLayers);
+      };
+      auto rope = [](const AttentionInputs& in, cudaStream_t s) {
         if (!kernels::rope_kv_write(in.qkv(), A::kQkvWidth, in.rope_args(), s)) std::exit(1);
       };
-      auto attend = [&](cudaStream_t s) {
+      auto attend = [](const AttentionInputs& in, cudaStream_t s) {
         if (!kernels::attention_decode(in.args(), s)) std::exit(1);
       };
-      const double rope_ms = graph_ms(rope, kLayers);
-      const double attn_ms = graph_ms(attend, kLayers);
-      const double both_ms = graph_ms(
-          [&](cudaStream_t s) {
-            rope(s);
-            attend(s);
-          },
-          kLayers);
+      const double rope_ms = each_layer(rope);
+      const double attn_ms = each_layer(attend);
+      const double both_ms = each_layer([&](const AttentionInputs& in, cudaStream_t s) {
+        rope(in, s);
+        attend(in, s);
+      });
       std::printf(
           "  context %d, batch %d: rope_kv %.2f us, attention %.2f us, the two in sequence "
           "%.2f us (x28 = %.3f ms per step)\n",
           ctx, B, rope_ms * 1e3, attn_ms * 1e3, both_ms * 1e3, both_ms * kLayers);
       // The engine's default on sm_90: both in one kernel on clusters.
-      int device = 0;
-      check(cudaGetDevice(&device), "device");
       for (int blocks : {16, 8}) {
         if (!kernels::attention_decode_rope_supported(device, blocks, A::kHeads, A::kKvHeads,
                                                       A::kHeadDim))
           continue;
-        const auto ra = in.fused_args(blocks);
-        const double fused_ms = graph_ms(
-            [&](cudaStream_t s) {
-              if (!kernels::attention_decode_rope(ra, s)) std::exit(1);
-            },
-            kLayers);
+        const double fused_ms = each_layer([&](const AttentionInputs& in, cudaStream_t s) {
+          if (!kernels::attention_decode_rope(in.fused_args(blocks), s)) std::exit(1);
+        });
         std::printf(
             "  context %d, batch %d: RoPE + attention fused, clusters of %d: %.2f us (x28 = %.3f "
             "ms per step)\n",
@@ -292,6 +302,11 @@ void small_kernels_in_graph() {
 void run_graph_bench(const Ceilings& c) {
   gemv_in_graph(c);
   small_kernels_in_graph();
+  attention_in_graph();
+}
+
+void run_attention_graph_bench() {
+  attention_in_graph();
 }
 
 }  // namespace ringserve::bench
