@@ -87,14 +87,14 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
                 steps + 64, sampling}))
       std::exit(1);
   }
-  // The prefill (one step at 512, several for long prompts: the requests
-  // may run out past `steps` only with the slack above), then a few steps
-  // to capture this batch size's graph before timing.
-  for (int prefill_steps = 0;;) {
+  // Steps until every sequence decodes (one prefill step at 512, several
+  // for long prompts, during which the first sequences already decode: the
+  // 64 tokens of slack above keep them from finishing before the timing
+  // ends), then a few to capture this batch size's graph before timing.
+  for (int i = 0; i < 64; ++i) {
     auto r = e.step();
     if (!r) std::exit(1);
-    if (r->decode_tokens < batch && ++prefill_steps < 64) continue;
-    break;  // the first step in which every sequence decoded
+    if (r->decode_tokens == batch) break;
   }
   for (int i = 0; i < 2; ++i)
     if (!e.step()) std::exit(1);

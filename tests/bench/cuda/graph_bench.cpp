@@ -245,10 +245,18 @@ void small_kernels_in_graph() {
   }
 }
 
+}  // namespace
+
+void run_graph_bench(const Ceilings& c) {
+  gemv_in_graph(c);
+  small_kernels_in_graph();
+  run_attention_graph_bench();
+}
+
 // Decode attention at growing contexts, each of the 28 launches over its own
 // KV cache, as the engine's layers are (one cache would sit in L2 from the
 // second launch on at the shorter contexts).
-void attention_in_graph() {
+void run_attention_graph_bench() {
   std::printf("\n== decode attention inside a graph (28 back to back, each over its own KV)\n");
   using A = AttentionInputs;
   int device = 0;
@@ -295,18 +303,6 @@ void attention_in_graph() {
       }
     }
   }
-}
-
-}  // namespace
-
-void run_graph_bench(const Ceilings& c) {
-  gemv_in_graph(c);
-  small_kernels_in_graph();
-  attention_in_graph();
-}
-
-void run_attention_graph_bench() {
-  attention_in_graph();
 }
 
 }  // namespace ringserve::bench
