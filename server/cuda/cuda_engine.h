@@ -74,13 +74,14 @@ struct CudaTuning {
   // memory; sm_90, tiled weights on the GPU only). Off: on an H100 they were
   // no faster alone (gate/up 48.8 against 48.2 us, down 30.2 against 26.0)
   // and decode was unchanged with them (321.5 against 322.7 tok/s at batch
-  // 1, docs/BENCHMARKS.md); not yet measured on the H200, whose higher
-  // bandwidth needs more bytes in flight per SM, which is what they add.
+  // 1, docs/BENCHMARKS.md); on the H200 398.2 against 400.6 at batch 1
+  // and 1561.5 against 1534.0 at batch 4, within what runs repeat to.
   bool ring_gemv = false;
   // The int8 weights in 16x64 tiles (kernels::WeightLayout, applied where
   // the shape allows); off keeps them row-major, as loaded, for comparison.
   // On an H100: 324 against 305 tok/s at batch 1, 1243 against 1158 at
-  // batch 4 (docs/BENCHMARKS.md; not yet measured on the H200).
+  // batch 4; on the H200 401 against 372 and 1534 against 1425
+  // (docs/BENCHMARKS.md).
   bool tiled_weights = true;
   // How a sampled (temperature > 0) row draws its token; both draw the same
   // tokens (kernels::SampleStrategy). kOneBlock: one block a row walks the
