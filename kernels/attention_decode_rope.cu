@@ -174,6 +174,16 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   }
   const float freq =
       threadIdx.x < half ? detail::rope_inv_freq(r.inv_freq, r.rope_theta, threadIdx.x, D) : 0.0f;
+  // The new token's key and value are read here too, by every block
+  // (whether it holds the new key is known only once n has arrived): the
+  // block that writes them no longer adds a dependent round trip to L2
+  // before the cluster's first barrier, which all the others wait at.
+  static_assert(kAttentionMaxHeadDim <= kThreads, "one key and value element per thread");
+  const float* kx = row + (H + kvh) * D;
+  const float* vx = row + (H + KVH + kvh) * D;
+  const float kx1 = threadIdx.x < half ? kx[threadIdx.x] : 0.0f;
+  const float kx2 = threadIdx.x < half ? kx[threadIdx.x + half] : 0.0f;
+  const float vx1 = threadIdx.x < D ? vx[threadIdx.x] : 0.0f;
 
   // The first chunks are on their way, and the rotation table built,
   // before the queries are rotated. Every thread commits one group per
@@ -229,10 +239,9 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   if (owns_new) {
     const int slot = r.slots[b];
     const size_t dst = kv_cache_offset(slot / BT, kvh, slot % BT, KVH, BT, D);
-    const float* kx = row + (H + kvh) * D;
-    const float* vx = row + (H + KVH + kvh) * D;
-    for (int i = threadIdx.x; i < half; i += kThreads) {
-      const float2 rot = detail::rope_rotate(kx[i], kx[i + half], cos_t[i], sin_t[i]);
+    const int i = threadIdx.x;
+    if (i < half) {
+      const float2 rot = detail::rope_rotate(kx1, kx2, cos_t[i], sin_t[i]);
       const __nv_bfloat16 o1 = __float2bfloat16(rot.x);
       const __nv_bfloat16 o2 = __float2bfloat16(rot.y);
       new_k[i] = o1;
@@ -240,10 +249,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
       r.k_cache[dst + i] = o1;
       r.k_cache[dst + i + half] = o2;
     }
-    for (int d = threadIdx.x; d < D; d += kThreads) {
-      const __nv_bfloat16 v = __float2bfloat16(vx[d]);
-      new_v[d] = v;
-      r.v_cache[dst + d] = v;
+    if (i < D) {
+      const __nv_bfloat16 v = __float2bfloat16(vx1);
+      new_v[i] = v;
+      r.v_cache[dst + i] = v;
     }
   }
 
@@ -382,19 +391,19 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   // and each block's weight exp(m_k - max) is computed once per head, so
   // the outputs need one more round (their C partial sums) rather than
   // reading every remote statistic per output in dependent batches.
-  // weight[k][g]: block k's maximum for head g, then its weight.
+  // weight[k][g]: block k's weight for head g. Warp g gathers head g's
+  // statistics, lane k those of block k, and takes the maximum with
+  // shuffles: one barrier, no thread walking the blocks in turn.
+  static_assert(C <= detail::kWarp, "one lane per block of the cluster");
   __shared__ float weight[C][kHeads], l_all[C][kHeads];
-  for (int i = threadIdx.x; i < C * G; i += kThreads) {
-    const int k = i / G, g = i % G;
-    weight[k][g] = cluster.map_shared_rank(m_s, k)[g];
-    l_all[k][g] = cluster.map_shared_rank(l_s, k)[g];
-  }
-  __syncthreads();
-  if (threadIdx.x < G) {
-    const int g = threadIdx.x;
-    float mmax = -INFINITY;
-    for (int k = 0; k < C; ++k) mmax = fmaxf(mmax, weight[k][g]);
-    for (int k = 0; k < C; ++k) weight[k][g] = mmax == -INFINITY ? 0.0f : expf(weight[k][g] - mmax);
+  for (int g = warp; g < G; g += kWarps) {
+    const float m = lane < C ? cluster.map_shared_rank(m_s, lane)[g] : -INFINITY;
+    const float l = lane < C ? cluster.map_shared_rank(l_s, lane)[g] : 0.0f;
+    const float mmax = detail::warp_max(m);
+    if (lane < C) {
+      weight[lane][g] = mmax == -INFINITY ? 0.0f : expf(m - mmax);
+      l_all[lane][g] = l;
+    }
   }
   __syncthreads();
   for (int idx = rank * kThreads + threadIdx.x; idx < G * D; idx += C * kThreads) {
