@@ -34,6 +34,8 @@ constexpr int kPStride = kChunk + 8;
 // each the rounding of what the parts before it left: three hold a float's
 // 24 significant bits, so the products are those of the fp32 probability.
 constexpr int kProbParts = 3;
+// The largest cluster the kernel is instantiated for.
+constexpr int kMaxClusterBlocks = 16;
 
 // Shared-memory layout, in bytes from the start. Keys and values are staged
 // with rows of D + 8 elements: the mma fragment loads (and ldmatrix rows) of
@@ -50,11 +52,13 @@ __host__ __device__ inline Layout layout(int D, int G) {
   l.v = l.k + sizeof(__nv_bfloat16) * kStages * kChunk * l.kstride;
   l.q = l.v + sizeof(__nv_bfloat16) * kStages * kChunk * l.kstride;
   // q: [kHeads][kstride] bf16; p, the scores: [kChunk][kHeads] f32; parts:
-  // [kProbParts][kHeads][kPStride] bf16; acc: [G][D] f32.
+  // [kProbParts][kHeads][kPStride] bf16; acc: the partial sums this block
+  // receives, [cluster blocks][ceil(G D / cluster blocks)] f32, at most
+  // G D + kMaxClusterBlocks - 1 of them.
   l.p = l.q + sizeof(__nv_bfloat16) * kHeads * l.kstride;
   l.parts = l.p + sizeof(float) * kChunk * kHeads;
   l.acc = l.parts + sizeof(__nv_bfloat16) * kProbParts * kHeads * kPStride;
-  l.total = l.acc + sizeof(float) * G * D;
+  l.total = l.acc + sizeof(float) * (G * D + kMaxClusterBlocks);
   return l;
 }
 
@@ -135,6 +139,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
   const int kvh = blockIdx.y, b = blockIdx.z;
+  // Remote shared memory may be written only once its block runs: this
+  // arrival, waited for before the first remote store at the end, says so
+  // without making anyone wait here.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   const int H = a.num_heads, KVH = a.num_kv_heads, D = a.head_dim, G = H / KVH, half = D / 2;
   const int BT = a.block_tokens;
 
@@ -148,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   float* p = reinterpret_cast<float*>(smem_raw + L.p);         // [kChunk][kHeads]
   // [kProbParts][kHeads][kPStride]
   auto* parts = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.parts);
-  float* acc_out = reinterpret_cast<float*>(smem_raw + L.acc);  // [G][D]
+  float* recv = reinterpret_cast<float*>(smem_raw + L.acc);  // see the end
   auto kbuf = [&](int c) { return kbase + (c % kStages) * kChunk * ks; };
   auto vbuf = [&](int c) { return vbase + (c % kStages) * kChunk * ks; };
   __shared__ float cos_t[kMaxHalf], sin_t[kMaxHalf];
@@ -177,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   // The new token's key and value are read here too, by every block
   // (whether it holds the new key is known only once n has arrived): the
   // block that writes them no longer adds a dependent round trip to L2
-  // before the cluster's first barrier, which all the others wait at.
+  // before the cluster barrier, which all the others wait at.
   static_assert(kAttentionMaxHeadDim <= kThreads, "one key and value element per thread");
   const float* kx = row + (H + kvh) * D;
   const float* vx = row + (H + KVH + kvh) * D;
@@ -367,61 +375,63 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
     __syncthreads();  // before kbuf(c), vbuf(c), p and parts are written again
   }
 
+  // The combination, pushed rather than pulled: output (g, d) belongs to
+  // block (g D + d) / share of the cluster, and every block stores its
+  // partial sum for it, and its maxima and sums for every head, straight
+  // into that block's shared memory (remote stores need no round trip).
+  // After one cluster barrier each block has all it needs locally and no
+  // block reads another's memory, so none has to wait for the others to
+  // finish before it exits. Pulling took two rounds of remote loads and a
+  // second barrier.
+  static_assert(C <= kMaxClusterBlocks);
+  __shared__ float m_all[C][kHeads], l_all[C][kHeads];
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block has started
+  const int share = (G * D + C - 1) / C;
+  auto send = [&](int g, int d, float v) {
+    const int idx = g * D + d;
+    cluster.map_shared_rank(recv, idx / share)[rank * share + idx % share] = v;
+  };
   // acc[t]: rows fg and fg + 8 of dimension tile t, heads 2 ft and 2 ft + 1.
 #pragma unroll
   for (int t = 0; t < kValueTiles; ++t) {
     const int d = (warp + t * kWarps) * 16 + fg;
     if (d >= D) break;
     if (2 * ft < G) {
-      acc_out[2 * ft * D + d] = acc[t][0];
-      acc_out[2 * ft * D + d + 8] = acc[t][2];
+      send(2 * ft, d, acc[t][0]);
+      send(2 * ft, d + 8, acc[t][2]);
     }
     if (2 * ft + 1 < G) {
-      acc_out[(2 * ft + 1) * D + d] = acc[t][1];
-      acc_out[(2 * ft + 1) * D + d + 8] = acc[t][3];
+      send(2 * ft + 1, d, acc[t][1]);
+      send(2 * ft + 1, d + 8, acc[t][3]);
     }
   }
-  // Every block's m_s, l_s and acc_out, visible to the whole cluster.
-  cluster.sync();
+  for (int i = threadIdx.x; i < C * G; i += kThreads) {
+    const int k = i / G, g = i % G;
+    cluster.map_shared_rank(&m_all[0][0], k)[rank * kHeads + g] = m_s[g];
+    cluster.map_shared_rank(&l_all[0][0], k)[rank * kHeads + g] = l_s[g];
+  }
+  cluster.sync();  // release / acquire: every block's stores have landed
 
   // This block's share of the G * D outputs: rescale each block's sums to
-  // the common maximum, add, normalise. A block without keys has m = -inf
-  // and weighs nothing; with no keys at all the output is zero.
-  // Every block's maxima and sums come over in one round of remote loads
-  // and each block's weight exp(m_k - max) is computed once per head, so
-  // the outputs need one more round (their C partial sums) rather than
-  // reading every remote statistic per output in dependent batches.
-  // weight[k][g]: block k's weight for head g. Warp g gathers head g's
-  // statistics, lane k those of block k, and takes the maximum with
-  // shuffles: one barrier, no thread walking the blocks in turn.
-  static_assert(C <= detail::kWarp, "one lane per block of the cluster");
-  __shared__ float weight[C][kHeads], l_all[C][kHeads];
-  for (int g = warp; g < G; g += kWarps) {
-    const float m = lane < C ? cluster.map_shared_rank(m_s, lane)[g] : -INFINITY;
-    const float l = lane < C ? cluster.map_shared_rank(l_s, lane)[g] : 0.0f;
-    const float mmax = detail::warp_max(m);
-    if (lane < C) {
-      weight[lane][g] = mmax == -INFINITY ? 0.0f : expf(m - mmax);
-      l_all[lane][g] = l;
-    }
-  }
-  __syncthreads();
-  for (int idx = rank * kThreads + threadIdx.x; idx < G * D; idx += C * kThreads) {
-    const int g = idx / D, d = idx % D;
-    float part[C];
+  // the common maximum, add (block 0 first), normalise. A block without
+  // keys has m = -inf and weighs nothing; with no keys at all the output
+  // is zero.
+  const int o_end = min(G * D, (rank + 1) * share);
+  for (int idx = rank * share + threadIdx.x; idx < o_end; idx += kThreads) {
+    const int g = idx / D, d = idx % D, at = idx - rank * share;
+    float mmax = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < C; ++k) part[k] = cluster.map_shared_rank(acc_out, k)[idx];
+    for (int k = 0; k < C; ++k) mmax = fmaxf(mmax, m_all[k][g]);
     float num = 0.0f, den = 0.0f;
 #pragma unroll
     for (int k = 0; k < C; ++k) {
-      num += weight[k][g] * part[k];
-      den += weight[k][g] * l_all[k][g];
+      const float w = mmax == -INFINITY ? 0.0f : expf(m_all[k][g] - mmax);
+      num += w * recv[k * share + at];
+      den += w * l_all[k][g];
     }
     a.out[(static_cast<size_t>(b) * H + kvh * G + g) * D + d] =
         __float2bfloat16(den > 0.0f ? num / den : 0.0f);
   }
-  // No block may leave while another still reads its shared memory.
-  cluster.sync();
 #endif
 }
 
