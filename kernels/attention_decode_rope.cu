@@ -34,8 +34,6 @@ constexpr int kPStride = kChunk + 8;
 // each the rounding of what the parts before it left: three hold a float's
 // 24 significant bits, so the products are those of the fp32 probability.
 constexpr int kProbParts = 3;
-// The largest cluster the kernel is instantiated for.
-constexpr int kMaxClusterBlocks = 16;
 
 // Shared-memory layout, in bytes from the start. Keys and values are staged
 // with rows of D + 8 elements: the mma fragment loads (and ldmatrix rows) of
@@ -45,7 +43,13 @@ struct Layout {
   size_t k, v, q, p, parts, acc, total;
 };
 
-__host__ __device__ inline Layout layout(int D, int G) {
+// How many of a (sequence, kv head)'s G * D outputs each of the C blocks of
+// its cluster finishes: block k owns outputs [k share, (k + 1) share).
+__host__ __device__ constexpr int output_share(int D, int G, int C) {
+  return (G * D + C - 1) / C;
+}
+
+__host__ __device__ inline Layout layout(int D, int G, int C) {
   Layout l{};
   l.kstride = D + 8;
   l.k = 0;
@@ -53,12 +57,11 @@ __host__ __device__ inline Layout layout(int D, int G) {
   l.q = l.v + sizeof(__nv_bfloat16) * kStages * kChunk * l.kstride;
   // q: [kHeads][kstride] bf16; p, the scores: [kChunk][kHeads] f32; parts:
   // [kProbParts][kHeads][kPStride] bf16; acc: the partial sums this block
-  // receives, [cluster blocks][ceil(G D / cluster blocks)] f32, at most
-  // G D + kMaxClusterBlocks - 1 of them.
+  // receives for its outputs, [C][output_share] f32.
   l.p = l.q + sizeof(__nv_bfloat16) * kHeads * l.kstride;
   l.parts = l.p + sizeof(float) * kChunk * kHeads;
   l.acc = l.parts + sizeof(__nv_bfloat16) * kProbParts * kHeads * kPStride;
-  l.total = l.acc + sizeof(float) * (G * D + kMaxClusterBlocks);
+  l.total = l.acc + sizeof(float) * C * output_share(D, G, C);
   return l;
 }
 
@@ -147,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   const int BT = a.block_tokens;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const Layout L = layout(D, G);
+  const Layout L = layout(D, G, C);
   const int ks = L.kstride;
   // kStages chunks of keys and values: chunk c lives in stage c % kStages.
   auto* kbase = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.k);
@@ -383,10 +386,9 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   // block reads another's memory, so none has to wait for the others to
   // finish before it exits. Pulling took two rounds of remote loads and a
   // second barrier.
-  static_assert(C <= kMaxClusterBlocks);
   __shared__ float m_all[C][kHeads], l_all[C][kHeads];
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block has started
-  const int share = (G * D + C - 1) / C;
+  const int share = output_share(D, G, C);
   auto send = [&](int g, int d, float v) {
     const int idx = g * D + d;
     cluster.map_shared_rank(recv, idx / share)[rank * share + idx % share] = v;
@@ -415,7 +417,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   // This block's share of the G * D outputs: rescale each block's sums to
   // the common maximum, add (block 0 first), normalise. A block without
   // keys has m = -inf and weighs nothing; with no keys at all the output
-  // is zero.
+  // is zero. A thread finishes at most one output (G D / C is at most
+  // kHeads * kAttentionMaxHeadDim / 8 = kThreads), so it computes the
+  // blocks' weights for its head itself: sharing them would cost a block
+  // barrier.
   const int o_end = min(G * D, (rank + 1) * share);
   for (int idx = rank * share + threadIdx.x; idx < o_end; idx += kThreads) {
     const int g = idx / D, d = idx % D, at = idx - rank * share;
@@ -442,7 +447,7 @@ cudaLaunchConfig_t launch_config(const RopeAttentionArgs& ra, cudaStream_t strea
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(C, a.num_kv_heads, a.batch);
   cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = layout(a.head_dim, a.num_heads / a.num_kv_heads).total;
+  cfg.dynamicSmemBytes = layout(a.head_dim, a.num_heads / a.num_kv_heads, C).total;
   cfg.stream = stream;
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = C;
