@@ -50,30 +50,39 @@ Status attention_decode(const DecodeAttentionArgs& a, cudaStream_t stream) {
   return ok();
 }
 
-bool attention_decode_rope_supported(int device, int cluster_blocks, int num_heads,
-                                     int num_kv_heads, int head_dim) {
+int attention_decode_rope_resident_clusters(int device, int cluster_blocks, int chunk_keys,
+                                            int num_heads, int num_kv_heads, int head_dim) {
   int major = 0, current = 0, clusters = 0;
-  if (cluster_blocks != 8 && cluster_blocks != 16) return false;
-  if (head_dim % kRopeAttentionHeadDimMultiple != 0) return false;
+  if (cluster_blocks != 8 && cluster_blocks != 16) return 0;
+  if (chunk_keys != 64 && chunk_keys != 128) return 0;
+  if (head_dim % kRopeAttentionHeadDimMultiple != 0) return 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       major < 9)
-    return false;
-  if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) return false;
+    return 0;
+  if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) return 0;
   const cudaError_t err = detail::attention_decode_rope_max_clusters(
-      cluster_blocks, num_heads, num_kv_heads, head_dim, &clusters);
+      cluster_blocks, chunk_keys, num_heads, num_kv_heads, head_dim, &clusters);
   cudaSetDevice(current);
   if (err != cudaSuccess) cudaGetLastError();  // not sticky: clear it for the caller
-  return err == cudaSuccess && clusters > 0;
+  return err == cudaSuccess ? clusters : 0;
+}
+
+bool attention_decode_rope_supported(int device, int cluster_blocks, int num_heads,
+                                     int num_kv_heads, int head_dim) {
+  return attention_decode_rope_resident_clusters(device, cluster_blocks, 64, num_heads,
+                                                 num_kv_heads, head_dim) > 0;
 }
 
 Status attention_decode_rope(const RopeAttentionArgs& ra, cudaStream_t stream) {
   const DecodeAttentionArgs& a = ra.attn;
   const RopeKvArgs& r = ra.rope;
   if (!decode_shape_ok(a) || a.head_dim % kRopeAttentionHeadDimMultiple != 0 ||
-      (ra.cluster_blocks != 8 && ra.cluster_blocks != 16))
-    return make_error(Errc::kInvalidArgument,
-                      "attention_decode_rope: unsupported shape (H={} KVH={} D={} cluster={})",
-                      a.num_heads, a.num_kv_heads, a.head_dim, ra.cluster_blocks);
+      (ra.cluster_blocks != 8 && ra.cluster_blocks != 16) ||
+      (ra.chunk_keys != 64 && ra.chunk_keys != 128))
+    return make_error(
+        Errc::kInvalidArgument,
+        "attention_decode_rope: unsupported shape (H={} KVH={} D={} cluster={} chunk={})",
+        a.num_heads, a.num_kv_heads, a.head_dim, ra.cluster_blocks, ra.chunk_keys);
   if (r.num_heads != a.num_heads || r.num_kv_heads != a.num_kv_heads || r.head_dim != a.head_dim ||
       r.block_tokens != a.block_tokens || r.k_cache != a.k_cache || r.v_cache != a.v_cache)
     return make_error(Errc::kInvalidArgument,

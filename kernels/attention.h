@@ -102,6 +102,9 @@ struct RopeAttentionArgs {
   const float* qkv = nullptr;
   int ld_qkv = 0;
   int cluster_blocks = 16;  // 8 (portable) or 16
+  // Keys a block stages in shared memory at a time: 64 or 128 (see
+  // attention_chunk_keys).
+  int chunk_keys = 64;
 };
 
 // The scores are tensor-core mmas over 16 head dimensions at a time.
@@ -118,13 +121,31 @@ constexpr int attention_cluster_blocks(int batch, int num_kv_heads, int sms) {
   return batch * num_kv_heads * 16 <= sms ? 16 : 8;
 }
 
+// Keys per chunk for a launch of `clusters` clusters (batch * kv heads),
+// given how many clusters of 128-key chunks the GPU holds at once
+// (attention_decode_rope_resident_clusters; 0 where they do not fit).
+// 128-key chunks halve the chunks a block walks at long contexts, but take
+// about twice the shared memory, so a block has an SM to itself: they are
+// chosen only where every cluster of the launch is still resident at once.
+// On the H200 (2026-12-07) they took a layer from 16.5 to 13.5 us at context
+// 4096 and from 52.0 to 40.4 us at 16384 (batch 1, clusters of 16), the same
+// within 0.06 us at 512 and 768; where the clusters no longer all fitted
+// (batch 4, clusters of 8) they took 8.4 to 13.8 us at 512.
+constexpr int attention_chunk_keys(int clusters, int resident_clusters_at_128) {
+  return clusters <= resident_clusters_at_128 ? 128 : 64;
+}
+
 #ifndef __CUDACC__
 // Whether attention_decode_rope can run this shape on `device` with
 // cluster_blocks blocks per cluster: compute capability 9.0 or newer, a
 // head_dim that is a multiple of kRopeAttentionHeadDimMultiple, and at least
-// one such cluster fits (shared memory, cluster size).
+// one such cluster of 64-key chunks fits (shared memory, cluster size).
 bool attention_decode_rope_supported(int device, int cluster_blocks, int num_heads,
                                      int num_kv_heads, int head_dim);
+// Clusters of this shape with `chunk_keys`-key chunks that `device` holds at
+// once; 0 where none fits, or without clusters.
+int attention_decode_rope_resident_clusters(int device, int cluster_blocks, int chunk_keys,
+                                            int num_heads, int num_kv_heads, int head_dim);
 Status attention_decode_rope(const RopeAttentionArgs& args, cudaStream_t stream);
 #endif
 
@@ -164,8 +185,8 @@ namespace detail {
 cudaError_t attention_decode_launch(const DecodeAttentionArgs& args, cudaStream_t stream);
 cudaError_t attention_decode_rope_launch(const RopeAttentionArgs& args, cudaStream_t stream);
 // Clusters of the launch that can be resident at once (0: none fits).
-cudaError_t attention_decode_rope_max_clusters(int cluster_blocks, int num_heads, int num_kv_heads,
-                                               int head_dim, int* clusters);
+cudaError_t attention_decode_rope_max_clusters(int cluster_blocks, int chunk_keys, int num_heads,
+                                               int num_kv_heads, int head_dim, int* clusters);
 cudaError_t prefill_pointers_launch(const PrefillAttentionArgs& args, int seq, cudaStream_t stream);
 cudaError_t causal_softmax_launch(const float* scores, __nv_bfloat16* probs, int T, int rows,
                                   cudaStream_t stream);

@@ -14,12 +14,13 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256;
-// Keys staged in shared memory at a time: a block with more keys than this
-// (contexts beyond cluster_blocks * kChunk) walks them in chunks with an
-// online softmax.
-constexpr int kChunk = 64;
-// Chunks in shared memory at a time: while one is used, the next
-// kStages - 1 stream in.
+// Keys are staged in shared memory a chunk at a time (the kernel's CHUNK,
+// RopeAttentionArgs::chunk_keys): a block with more keys than that walks
+// them in chunks with an online softmax. Chunks in shared memory at a time:
+// while one is used, the next kStages - 1 stream in (three or four 64-key
+// stages were at most 3 % faster than two at batch 1 on the H200, and far
+// slower at batch 4, where two blocks no longer shared an SM;
+// docs/BENCHMARKS.md).
 constexpr int kStages = 2;
 // The query heads of one kv head are the N = 8 side of the score mma; a
 // group of fewer heads is padded with zero queries.
@@ -27,9 +28,11 @@ constexpr int kHeads = 8;
 static_assert(kAttentionMaxGroup <= kHeads);
 
 // Row stride, in elements, of the probabilities as the value mma's B
-// operand ([kHeads][kPStride] bf16): its fragment loads for 8 heads then
+// operand ([kHeads][chunk + 8] bf16): its fragment loads for 8 heads then
 // fall in distinct banks.
-constexpr int kPStride = kChunk + 8;
+__host__ __device__ constexpr int prob_stride(int chunk) {
+  return chunk + 8;
+}
 // The probabilities enter the value mma as the sum of this many bf16 parts,
 // each the rounding of what the parts before it left: three hold a float's
 // 24 significant bits, so the products are those of the fp32 probability.
@@ -49,18 +52,18 @@ __host__ __device__ constexpr int output_share(int D, int G, int C) {
   return (G * D + C - 1) / C;
 }
 
-__host__ __device__ inline Layout layout(int D, int G, int C) {
+__host__ __device__ inline Layout layout(int D, int G, int C, int chunk) {
   Layout l{};
   l.kstride = D + 8;
   l.k = 0;
-  l.v = l.k + sizeof(__nv_bfloat16) * kStages * kChunk * l.kstride;
-  l.q = l.v + sizeof(__nv_bfloat16) * kStages * kChunk * l.kstride;
-  // q: [kHeads][kstride] bf16; p, the scores: [kChunk][kHeads] f32; parts:
-  // [kProbParts][kHeads][kPStride] bf16; acc: the partial sums this block
+  l.v = l.k + sizeof(__nv_bfloat16) * kStages * chunk * l.kstride;
+  l.q = l.v + sizeof(__nv_bfloat16) * kStages * chunk * l.kstride;
+  // q: [kHeads][kstride] bf16; p, the scores: [chunk][kHeads] f32; parts:
+  // [kProbParts][kHeads][prob_stride] bf16; acc: the partial sums this block
   // receives for its outputs, [C][output_share] f32.
   l.p = l.q + sizeof(__nv_bfloat16) * kHeads * l.kstride;
-  l.parts = l.p + sizeof(float) * kChunk * kHeads;
-  l.acc = l.parts + sizeof(__nv_bfloat16) * kProbParts * kHeads * kPStride;
+  l.parts = l.p + sizeof(float) * chunk * kHeads;
+  l.acc = l.parts + sizeof(__nv_bfloat16) * kProbParts * kHeads * prob_stride(chunk);
   l.total = l.acc + sizeof(float) * C * output_share(D, G, C);
   return l;
 }
@@ -134,9 +137,10 @@ __device__ void stage_chunk(const DecodeAttentionArgs& a, int b, int kvh, int c0
 // CUDA cores, two dimensions of every head a thread, the values were the
 // kernel's longest phase: at long contexts a block was bound by instruction
 // issue, not by its loads, and more stages of keys in flight did not help.)
-template <int C>
+template <int C, int CHUNK>
 __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(RopeAttentionArgs ra) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kChunk = CHUNK, kPStride = prob_stride(CHUNK);
   const DecodeAttentionArgs& a = ra.attn;
   const RopeKvArgs& r = ra.rope;
   cg::cluster_group cluster = cg::this_cluster();
@@ -150,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
   const int BT = a.block_tokens;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const Layout L = layout(D, G, C);
+  const Layout L = layout(D, G, C, kChunk);
   const int ks = L.kstride;
   // kStages chunks of keys and values: chunk c lives in stage c % kStages.
   auto* kbase = reinterpret_cast<__nv_bfloat16*>(smem_raw + L.k);
@@ -440,14 +444,14 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_rope_kernel(Rope
 #endif
 }
 
-template <int C>
+template <int C, int CHUNK>
 cudaLaunchConfig_t launch_config(const RopeAttentionArgs& ra, cudaStream_t stream,
                                  cudaLaunchAttribute (&attr)[1]) {
   const auto& a = ra.attn;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(C, a.num_kv_heads, a.batch);
   cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = layout(a.head_dim, a.num_heads / a.num_kv_heads, C).total;
+  cfg.dynamicSmemBytes = layout(a.head_dim, a.num_heads / a.num_kv_heads, C, CHUNK).total;
   cfg.stream = stream;
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = C;
@@ -460,18 +464,25 @@ cudaLaunchConfig_t launch_config(const RopeAttentionArgs& ra, cudaStream_t strea
 
 // Shared memory beyond 48 KB and clusters beyond 8 blocks must be asked for
 // per kernel and device. Asked once per device and size, not at every launch:
-// without graphs this runs 28 times a decode step.
-template <int C>
+// without graphs this runs 28 times a decode step. A size beyond what the
+// device grants a block is refused here, before the runtime records an error
+// that a later launch's cudaGetLastError would report as its own.
+template <int C, int CHUNK>
 cudaError_t configure(size_t smem) {
   static std::mutex mu;
   static std::map<int, size_t> granted;  // device -> the largest size asked for
-  int device = 0;
+  int device = 0, optin = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
   std::lock_guard lock(mu);
   auto it = granted.find(device);
   if (it != granted.end() && it->second >= smem) return cudaSuccess;
-  auto kernel = attention_decode_rope_kernel<C>;
+  auto kernel = attention_decode_rope_kernel<C, CHUNK>;
+  cudaFuncAttributes fa{};
+  err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&fa, kernel);
+  if (err != cudaSuccess) return err;
+  if (smem + fa.sharedSizeBytes > static_cast<size_t>(optin)) return cudaErrorInvalidValue;
   err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(smem));
   if (err == cudaSuccess && C > 8)
@@ -480,23 +491,34 @@ cudaError_t configure(size_t smem) {
   return err;
 }
 
-template <int C>
+template <int C, int CHUNK>
 cudaError_t launch(const RopeAttentionArgs& ra, cudaStream_t stream) {
   cudaLaunchAttribute attr[1];
-  const cudaLaunchConfig_t cfg = launch_config<C>(ra, stream, attr);
-  cudaError_t err = configure<C>(cfg.dynamicSmemBytes);
+  const cudaLaunchConfig_t cfg = launch_config<C, CHUNK>(ra, stream, attr);
+  cudaError_t err = configure<C, CHUNK>(cfg.dynamicSmemBytes);
   if (err != cudaSuccess) return err;
-  err = cudaLaunchKernelEx(&cfg, attention_decode_rope_kernel<C>, ra);
+  err = cudaLaunchKernelEx(&cfg, attention_decode_rope_kernel<C, CHUNK>, ra);
   return err != cudaSuccess ? err : cudaGetLastError();
 }
 
-template <int C>
+template <int C, int CHUNK>
 cudaError_t max_clusters(const RopeAttentionArgs& ra, int* clusters) {
   cudaLaunchAttribute attr[1];
-  const cudaLaunchConfig_t cfg = launch_config<C>(ra, nullptr, attr);
-  cudaError_t err = configure<C>(cfg.dynamicSmemBytes);
+  const cudaLaunchConfig_t cfg = launch_config<C, CHUNK>(ra, nullptr, attr);
+  cudaError_t err = configure<C, CHUNK>(cfg.dynamicSmemBytes);
   if (err != cudaSuccess) return err;
-  return cudaOccupancyMaxActiveClusters(clusters, attention_decode_rope_kernel<C>, &cfg);
+  return cudaOccupancyMaxActiveClusters(clusters, attention_decode_rope_kernel<C, CHUNK>, &cfg);
+}
+
+template <int CHUNK>
+cudaError_t launch_chunk(const RopeAttentionArgs& ra, cudaStream_t stream) {
+  return ra.cluster_blocks == 8 ? launch<8, CHUNK>(ra, stream) : launch<16, CHUNK>(ra, stream);
+}
+
+template <int CHUNK>
+cudaError_t max_clusters_chunk(int cluster_blocks, const RopeAttentionArgs& ra, int* clusters) {
+  return cluster_blocks == 8 ? max_clusters<8, CHUNK>(ra, clusters)
+                             : max_clusters<16, CHUNK>(ra, clusters);
 }
 
 }  // namespace
@@ -504,17 +526,18 @@ cudaError_t max_clusters(const RopeAttentionArgs& ra, int* clusters) {
 namespace detail {
 
 cudaError_t attention_decode_rope_launch(const RopeAttentionArgs& args, cudaStream_t stream) {
-  return args.cluster_blocks == 8 ? launch<8>(args, stream) : launch<16>(args, stream);
+  return args.chunk_keys == 128 ? launch_chunk<128>(args, stream) : launch_chunk<64>(args, stream);
 }
 
-cudaError_t attention_decode_rope_max_clusters(int cluster_blocks, int num_heads, int num_kv_heads,
-                                               int head_dim, int* clusters) {
+cudaError_t attention_decode_rope_max_clusters(int cluster_blocks, int chunk_keys, int num_heads,
+                                               int num_kv_heads, int head_dim, int* clusters) {
   RopeAttentionArgs ra;
   ra.attn.batch = 1;
   ra.attn.num_heads = num_heads;
   ra.attn.num_kv_heads = num_kv_heads;
   ra.attn.head_dim = head_dim;
-  return cluster_blocks == 8 ? max_clusters<8>(ra, clusters) : max_clusters<16>(ra, clusters);
+  return chunk_keys == 128 ? max_clusters_chunk<128>(cluster_blocks, ra, clusters)
+                           : max_clusters_chunk<64>(cluster_blocks, ra, clusters);
 }
 
 }  // namespace detail

@@ -190,6 +190,10 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(const engine::EngineOpt
       tuning.attention_cluster != 8 && tuning.attention_cluster != 16)
     return make_error(Errc::kInvalidArgument, "attention_cluster {} is not auto ({}), 0, 8 or 16",
                       tuning.attention_cluster, CudaTuning::kAutoCluster);
+  if (tuning.attention_chunk != CudaTuning::kAutoChunk && tuning.attention_chunk != 64 &&
+      tuning.attention_chunk != 128)
+    return make_error(Errc::kInvalidArgument, "attention_chunk {} is not auto ({}), 64 or 128",
+                      tuning.attention_chunk, CudaTuning::kAutoChunk);
 
   auto e = std::unique_ptr<CudaEngine>(new CudaEngine());
   e->options_ = options;
@@ -392,6 +396,11 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
   CUDA_CHECK(
       cudaDeviceGetAttribute(&decode_kernels.sms, cudaDevAttrMultiProcessorCount, options.device));
   decode_kernels.num_kv_heads = c.num_kv_heads;
+  decode_kernels.attention_chunk = e->tuning_.attention_chunk;
+  if (decode_kernels.attention_cluster != 0)
+    for (int i : {0, 1})
+      decode_kernels.resident_clusters_at_128[i] = kernels::attention_decode_rope_resident_clusters(
+          options.device, i == 0 ? 8 : 16, 128, c.num_heads, c.num_kv_heads, c.head_dim);
   decode_kernels.cluster_max_context = e->tuning_.cluster_attention_max_context;
   decode_kernels.sampling = e->tuning_.sampling == CudaTuning::Sampling::kCandidates
                                 ? kernels::SampleStrategy::kCandidates
@@ -407,10 +416,17 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
     if (upto == 0) return "8";
     return upto >= L.max_batch ? std::string("16") : fmt::format("16 (batch <= {}) or 8", upto);
   };
+  auto chunk_sizes = [&]() -> std::string {
+    int upto = 0;  // the largest batch that gets 128-key chunks
+    while (upto < L.max_batch && decode_kernels.chunk_keys(upto + 1) == 128) ++upto;
+    if (upto == 0) return "64";
+    return upto >= L.max_batch ? std::string("128") : fmt::format("128 (batch <= {}) or 64", upto);
+  };
   log->info(
       "cuda: decode attention {}",
       cluster != 0
-          ? fmt::format("with RoPE fused, on clusters of {} blocks, {}", cluster_sizes(),
+          ? fmt::format("with RoPE fused, on clusters of {} blocks, chunks of {} keys, {}",
+                        cluster_sizes(), chunk_sizes(),
                         e->tuning_.cluster_attention_max_context == std::numeric_limits<int>::max()
                             ? std::string("at every context")
                             : fmt::format("up to a context of {}",

@@ -48,6 +48,11 @@ struct CudaTuning {
   // measured, 512 to 16,384 tokens, at batch 1 and 4 (56.7 against 71.4 us
   // a layer at 16,384 and batch 1; 148.5 against 223.7 at batch 4).
   int cluster_attention_max_context = std::numeric_limits<int>::max();
+  // Keys a block of the cluster kernel stages at a time: kAutoChunk takes
+  // 128 where every cluster of the step stays resident with them, else 64
+  // (kernels::attention_chunk_keys); 64 or 128 fix it.
+  static constexpr int kAutoChunk = 0;
+  int attention_chunk = kAutoChunk;
   // Programmatic dependent launch for the decode kernels (compute
   // capability 9.0+, and the overlapping pipelines async and graphs; ignored
   // otherwise): each kernel is launched while the one before it finishes,

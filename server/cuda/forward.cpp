@@ -90,6 +90,7 @@ Status Forward::decode_attention(int layer, int batch, bool cluster, cudaStream_
     ra.qkv = ws_.qkv_f32;
     ra.ld_qkv = ld_qkv;
     ra.cluster_blocks = kernels_.cluster_blocks(batch);
+    ra.chunk_keys = kernels_.chunk_keys(batch);
     return kernels::attention_decode_rope(ra, stream);
   }
   RS_TRY_STATUS(kernels::rope_kv_write(ws_.qkv_f32, ld_qkv, r, stream));

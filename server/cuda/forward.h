@@ -50,10 +50,26 @@ struct DecodeKernels {
   // How a sampled row draws (CudaTuning::sampling).
   kernels::SampleStrategy sampling = kernels::SampleStrategy::kOneBlock;
 
+  // Keys per chunk of the cluster kernel: 64 or 128 fixed, or
+  // kAutoChunk for kernels::attention_chunk_keys of the batch size.
+  static constexpr int kAutoChunk = 0;
+  int attention_chunk = kAutoChunk;
+  // Clusters of 128-key chunks the GPU holds at once, by cluster size
+  // [0]: 8, [1]: 16 (kernels::attention_decode_rope_resident_clusters), for
+  // kAutoChunk.
+  int resident_clusters_at_128[2] = {0, 0};
+
   int cluster_blocks(int batch) const {
     return attention_cluster == kAutoCluster
                ? kernels::attention_cluster_blocks(batch, num_kv_heads, sms)
                : attention_cluster;
+  }
+  // 128 only where such clusters fit at all, even when asked for.
+  int chunk_keys(int batch) const {
+    const int resident = resident_clusters_at_128[cluster_blocks(batch) == 16 ? 1 : 0];
+    if (attention_chunk == 64 || resident == 0) return 64;
+    if (attention_chunk == 128) return 128;
+    return kernels::attention_chunk_keys(batch * num_kv_heads, resident);
   }
 };
 

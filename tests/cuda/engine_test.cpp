@@ -409,6 +409,55 @@ TEST(CudaTiledWeights, SevenBLayerShapesMatchRowMajor) {
   expect_engines_agree(*a, *b, p1, p2, 4, 1e-6);
 }
 
+// The cluster attention's 128- and 64-key chunks at the 7B's shapes, where
+// a block walks more than one 128-key chunk (prompts beyond 2048 tokens in
+// clusters of 16): the same first decode step, up to the summation order of
+// the online softmax. Only that step is compared, because its context is
+// the same in both engines whatever a near-tie does to later tokens.
+TEST(CudaAttentionChunks, SevenBLayerShapesAgree) {
+  auto spec = model::load_model("synthetic:deepseek-r1-distill-qwen-7b,layers=2", {});
+  ASSERT_TRUE(spec) << spec.error().to_string();
+  const auto& c = spec->config;
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  if (kernels::attention_decode_rope_resident_clusters(device, 16, 128, c.num_heads, c.num_kv_heads,
+                                                       c.head_dim) == 0)
+    GTEST_SKIP() << "no clusters of 16 with 128-key chunks on this GPU";
+  auto make = [&](int chunk) {
+    EngineOptions o;
+    o.backend = engine::Backend::kCuda;
+    o.max_batch = 2;
+    o.max_context = 4096;
+    cuda::CudaTuning t;
+    t.tune_gemv = false;
+    t.attention_cluster = 16;
+    t.attention_chunk = chunk;
+    auto e = cuda::create_cuda_engine(o, *spec, t);
+    EXPECT_TRUE(e) << e.error().to_string();
+    return e ? std::move(e).value() : nullptr;
+  };
+  auto a = make(64), b = make(128);
+  ASSERT_TRUE(a && b);
+  std::mt19937_64 rng(test_seed() ^ 0xc4a2);
+  std::uniform_int_distribution<int> tok(0, 152063);
+  std::vector<int32_t> p1(2500), p2(2100);
+  for (auto& t : p1) t = tok(rng);
+  for (auto& t : p2) t = tok(rng);
+  for (auto* e : {a.get(), b.get()}) {
+    ASSERT_TRUE(e->add({1, p1, 4, {}}));
+    ASSERT_TRUE(e->add({2, p2, 4, {}}));
+    ASSERT_TRUE(e->step());  // prefill: the same kernels in both
+  }
+  auto ra = a->step(), rb = b->step();
+  ASSERT_TRUE(ra && rb);
+  for (int row = 0; row < 2; ++row) {
+    auto la = introspect(*a).last_logits(row), lb = introspect(*b).last_logits(row);
+    ASSERT_TRUE(la && lb);
+    const std::vector<double> want(la->begin(), la->end());
+    EXPECT_LE(rel_l2(*lb, want), 3e-3) << "row " << row;
+  }
+}
+
 // Token-for-token agreement of the samplers on equal logits is tested at the
 // kernel level (kernels_gpu_test Sampling.DrawsTheCpuSamplersTokens); here the
 // engine must be deterministic per (seed, step) and independent of batch-mates.

@@ -226,7 +226,9 @@ bool clusters_available(int cluster_blocks, const Shape& s) {
 }
 
 void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_blocks,
-                       bool freq_table = true) {
+                       bool freq_table = true, int chunk_keys = 64) {
+  SCOPED_TRACE(::testing::Message() << "clusters of " << cluster_blocks << ", " << chunk_keys
+                                    << "-key chunks, head_dim " << s.D);
   std::mt19937_64 rng(test_seed() ^ (s.D * 7919 + ctx.back()));
   const int B = static_cast<int>(ctx.size()), BT = PagedKv::kBlockTokens;
   const double theta = 10000.0;
@@ -264,6 +266,7 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
   ra.qkv = dqkv.get();
   ra.ld_qkv = ld;
   ra.cluster_blocks = cluster_blocks;
+  ra.chunk_keys = chunk_keys;
   auto st = kernels::attention_decode_rope(ra, nullptr);
   ASSERT_TRUE(st) << st.error().to_string();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -335,21 +338,41 @@ void check_decode_rope(const Shape& s, const std::vector<int>& ctx, int cluster_
                << " blocks here "                            \
                   "(compute capability 9.0 needed)"
 
+// The chunk sizes `device` runs this shape with: 64 always, 128 where its
+// shared memory fits.
+std::vector<int> chunk_sizes(int cluster_blocks, const Shape& s) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return {64};
+  if (kernels::attention_decode_rope_resident_clusters(device, cluster_blocks, 128, s.H, s.KVH,
+                                                       s.D) == 0)
+    return {64};
+  return {64, 128};
+}
+
 TEST(AttentionDecodeRope, Qwen7bShapesContextsAcrossChunks) {
   const Shape qwen{28, 4, 128};
   REQUIRE_CLUSTERS(16, qwen);
-  // One key; fewer keys than blocks; a chunk boundary (64 keys a block at
-  // 1024, 65 at 1025); the benchmark's 512 to 768; several chunks a block
-  // (4096: 256 keys, 9000: 563), so both shared-memory buffers take turns.
-  for (int n : {1, 2, 17, 511, 512, 768, 1024, 1025, 4096, 9000}) check_decode_rope(qwen, {n}, 16);
-  check_decode_rope(qwen, {1, 700, 77, 4096, 2100}, 16);
+  const auto chunks = chunk_sizes(16, qwen);
+  EXPECT_EQ(chunks.size(), 2u) << "128-key chunks do not fit the 7B's shape on this GPU";
+  // One key; fewer keys than blocks; a 64-key chunk boundary (64 keys a
+  // block at 1024, 65 at 1025) and a 128-key one (128 at 2048, 129 at
+  // 2049); the benchmark's 512 to 768; several chunks a block (4096: 256
+  // keys, 9000: 563), so both shared-memory buffers take turns.
+  for (int chunk : chunks) {
+    for (int n : {1, 2, 17, 511, 512, 768, 1024, 1025, 2048, 2049, 4096, 9000})
+      check_decode_rope(qwen, {n}, 16, true, chunk);
+    check_decode_rope(qwen, {1, 700, 77, 4096, 2100}, 16, true, chunk);
+  }
 }
 
 TEST(AttentionDecodeRope, ClustersOfEight) {
   const Shape qwen{28, 4, 128};
   REQUIRE_CLUSTERS(8, qwen);
-  check_decode_rope(qwen, {1, 9, 513, 768}, 8);
-  check_decode_rope(qwen, {3000}, 8, false);  // inverse frequencies computed in the kernel
+  for (int chunk : chunk_sizes(8, qwen)) {
+    check_decode_rope(qwen, {1, 9, 513, 768}, 8, true, chunk);
+    // Inverse frequencies computed in the kernel.
+    check_decode_rope(qwen, {3000}, 8, false, chunk);
+  }
 }
 
 TEST(AttentionDecodeRope, OtherShapes) {
@@ -359,6 +382,55 @@ TEST(AttentionDecodeRope, OtherShapes) {
   check_decode_rope({5, 1, 256}, {70}, 8, false);          // group 5
   check_decode_rope({12, 2, 64}, {129, 5}, 16);
   check_decode_rope({6, 6, 64}, {100, 3}, 16);  // one query head per kv head
+  // 128-key chunks wherever they fit (not at head_dim 256: 270 KB).
+  for (const Shape& s : {Shape{4, 2, 16}, Shape{12, 2, 64}, Shape{6, 6, 64}, Shape{8, 1, 256}})
+    if (chunk_sizes(16, s).size() == 2) check_decode_rope(s, {1, 31, 300, 2000}, 16, true, 128);
+}
+
+// 128-key chunks only where every cluster of the launch stays resident. The
+// rule is constexpr, checked when this file compiles, as the cluster size's.
+static_assert(kernels::attention_chunk_keys(4, 8) == 128);
+static_assert(kernels::attention_chunk_keys(8, 8) == 128);
+static_assert(kernels::attention_chunk_keys(16, 15) == 64);
+static_assert(kernels::attention_chunk_keys(1, 0) == 64);  // they do not fit at all
+TEST(AttentionDecodeRope, ChunkSizeFollowsResidency) {
+  const Shape wide{8, 1, 256};
+  REQUIRE_CLUSTERS(16, wide);
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  // 64-key chunks of head_dim 256 fit in 227 KB of shared memory, 128-key
+  // ones (270 KB) nowhere: refused with an error, and the error is not left
+  // for the next launch to report as its own.
+  EXPECT_GT(
+      kernels::attention_decode_rope_resident_clusters(device, 16, 64, wide.H, wide.KVH, wide.D),
+      0);
+  EXPECT_EQ(
+      kernels::attention_decode_rope_resident_clusters(device, 16, 128, wide.H, wide.KVH, wide.D),
+      0);
+  kernels::RopeAttentionArgs ra;
+  ra.attn.batch = 1;
+  ra.attn.num_heads = ra.rope.num_heads = wide.H;
+  ra.attn.num_kv_heads = ra.rope.num_kv_heads = wide.KVH;
+  ra.attn.head_dim = ra.rope.head_dim = wide.D;
+  ra.attn.block_tokens = ra.rope.block_tokens = 16;
+  ra.attn.max_blocks_per_seq = 1;
+  DeviceBuffer<uint16_t> cache(std::vector<uint16_t>(16 * wide.D, 0)), out(wide.H * wide.D);
+  DeviceBuffer<float> qkv(std::vector<float>((wide.H + 2 * wide.KVH) * wide.D, 0.5f));
+  DeviceBuffer<int32_t> zero(std::vector<int32_t>{0}), one(std::vector<int32_t>{1});
+  ra.attn.k_cache = ra.rope.k_cache = bf(cache);
+  ra.attn.v_cache = ra.rope.v_cache = bf(cache);
+  ra.attn.block_tables = zero.get();
+  ra.attn.context_lens = one.get();
+  ra.attn.out = bf(out);
+  ra.rope.positions = zero.get();
+  ra.rope.slots = zero.get();
+  ra.qkv = qkv.get();
+  ra.ld_qkv = (wide.H + 2 * wide.KVH) * wide.D;
+  ra.chunk_keys = 128;
+  EXPECT_FALSE(kernels::attention_decode_rope(ra, nullptr));
+  ra.chunk_keys = 64;
+  EXPECT_TRUE(kernels::attention_decode_rope(ra, nullptr));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 // Clusters of 16 while a block per (sequence, kv head, block) fits on the
@@ -397,6 +469,9 @@ TEST(AttentionDecodeRope, RejectsMismatchedArguments) {
   ra.cluster_blocks = 4;
   EXPECT_FALSE(kernels::attention_decode_rope(ra, nullptr));
   ra.cluster_blocks = 16;
+  ra.chunk_keys = 32;
+  EXPECT_FALSE(kernels::attention_decode_rope(ra, nullptr));
+  ra.chunk_keys = 64;
   ra.attn.head_dim = ra.rope.head_dim = 72;  // a multiple of 8 (the split path's), not of 16
   st = kernels::attention_decode_rope(ra, nullptr);
   ASSERT_FALSE(st);

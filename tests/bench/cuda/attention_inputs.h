@@ -103,13 +103,14 @@ class AttentionInputs {
   const kernels::RopeKvArgs& rope_args() const { return r_; }
   const float* qkv() const { return static_cast<float*>(qkv_); }
   // kernels::attention_decode_rope over the same inputs.
-  kernels::RopeAttentionArgs fused_args(int cluster_blocks) const {
+  kernels::RopeAttentionArgs fused_args(int cluster_blocks, int chunk_keys = 64) const {
     kernels::RopeAttentionArgs ra;
     ra.attn = a_;
     ra.rope = r_;
     ra.qkv = qkv();
     ra.ld_qkv = kQkvWidth;
     ra.cluster_blocks = cluster_blocks;
+    ra.chunk_keys = chunk_keys;
     return ra;
   }
   __nv_bfloat16* q() const { return static_cast<__nv_bfloat16*>(q_); }

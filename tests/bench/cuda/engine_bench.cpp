@@ -132,7 +132,9 @@ void decode_bench(engine::Engine& e, int batch, int steps, double weight_bytes, 
       {"(graphs, T 0.6 top-p 0.95)", "decode_sampled"},
       {"(graphs, T 0.7 top-k 40 top-p 0.9)", "decode_topk"},
       {"(graphs, one-block sampler, T 0.6 top-p 0.95)", "decode_oneblock_sampled"},
-      {"(graphs, context 8192)", "decode_ctx8192"}};
+      {"(graphs, 64-key attention chunks)", "decode_chunk64"},
+      {"(graphs, context 8192)", "decode_ctx8192"},
+      {"(graphs, context 8192, 64-key attention chunks)", "decode_ctx8192_chunk64"}};
   for (const auto& [l, tag] : kTags)
     if (std::string(label) == l)
       std::printf("RESULT %s_b%d_step_ms=%.4f tok_s=%.1f pct_copy=%.1f\n", tag, batch, step_ms,
@@ -212,16 +214,23 @@ void run_engine_bench(const Ceilings& c, int decode_steps) {
   // RoPE and the split attention as two kernels (CudaTuning::
   // attention_cluster = 0: the path GPUs without clusters take).
   variant("(graphs, RoPE + split attention)", [](cuda::CudaTuning& t) { t.attention_cluster = 0; });
+  // The cluster attention with 64-key chunks at every batch
+  // (CudaTuning::attention_chunk; by default 128 where the step's clusters
+  // all stay resident with them).
+  variant("(graphs, 64-key attention chunks)", [](cuda::CudaTuning& t) { t.attention_chunk = 64; });
   // Deep into a long answer: DeepSeek-R1 reasons for thousands of tokens,
   // and from context 8192 on the attention reads 0.5 MB of KV per layer
-  // and sequence, a larger part of each step.
-  {
+  // and sequence, a larger part of each step; with either chunk choice.
+  for (int chunk : {cuda::CudaTuning::kAutoChunk, 64}) {
     cuda::CudaTuning t;
     t.prefill_weights = cuda::CudaTuning::PrefillWeights::kResident;
+    t.attention_chunk = chunk;
     auto e = make(*w, t, engine::Pipeline::kGraphs, 8192 + decode_steps + 80);
     for (int batch : {1, 4})
-      decode_bench(*e, batch, decode_steps, weight_bytes, c, "(graphs, context 8192)", rng, {},
-                   8192);
+      decode_bench(*e, batch, decode_steps, weight_bytes, c,
+                   chunk == 64 ? "(graphs, context 8192, 64-key attention chunks)"
+                               : "(graphs, context 8192)",
+                   rng, {}, 8192);
   }
   {
     cuda::CudaTuning t;

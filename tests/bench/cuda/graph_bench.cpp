@@ -288,18 +288,26 @@ void run_attention_graph_bench() {
           "  context %d, batch %d: rope_kv %.2f us, attention %.2f us, the two in sequence "
           "%.2f us (x28 = %.3f ms per step)\n",
           ctx, B, rope_ms * 1e3, attn_ms * 1e3, both_ms * 1e3, both_ms * kLayers);
-      // The engine's default on sm_90: both in one kernel on clusters.
+      // The engine's default on sm_90: both in one kernel on clusters, with
+      // the chunk sizes that fit; "*" marks the chunk the engine takes for
+      // this cluster size and batch (kernels::attention_chunk_keys).
       for (int blocks : {16, 8}) {
         if (!kernels::attention_decode_rope_supported(device, blocks, A::kHeads, A::kKvHeads,
                                                       A::kHeadDim))
           continue;
-        const double fused_ms = each_layer([&](const AttentionInputs& in, cudaStream_t s) {
-          if (!kernels::attention_decode_rope(in.fused_args(blocks), s)) std::exit(1);
-        });
-        std::printf(
-            "  context %d, batch %d: RoPE + attention fused, clusters of %d: %.2f us (x28 = %.3f "
-            "ms per step)\n",
-            ctx, B, blocks, fused_ms * 1e3, fused_ms * kLayers);
+        const int resident = kernels::attention_decode_rope_resident_clusters(
+            device, blocks, 128, A::kHeads, A::kKvHeads, A::kHeadDim);
+        for (int chunk : {64, 128}) {
+          if (chunk == 128 && resident == 0) continue;
+          const double fused_ms = each_layer([&](const AttentionInputs& in, cudaStream_t s) {
+            if (!kernels::attention_decode_rope(in.fused_args(blocks, chunk), s)) std::exit(1);
+          });
+          const bool chosen = kernels::attention_chunk_keys(B * A::kKvHeads, resident) == chunk;
+          std::printf(
+              "  context %d, batch %d: RoPE + attention fused, clusters of %d, %d-key chunks%s: "
+              "%.2f us (x28 = %.3f ms per step)\n",
+              ctx, B, blocks, chunk, chosen ? "*" : "", fused_ms * 1e3, fused_ms * kLayers);
+        }
       }
     }
   }
