@@ -70,15 +70,24 @@ model::ModelWeights load_fixture(const std::string& name) {
 
 std::unique_ptr<engine::Engine> make_cuda(model::ModelWeights w, int max_batch = 8,
                                           cuda::CudaTuning tuning = {},
-                                          engine::Pipeline pipeline = engine::Pipeline::kGraphs) {
+                                          engine::Pipeline pipeline = engine::Pipeline::kGraphs,
+                                          int max_context = 1024) {
   EngineOptions o;
   o.backend = engine::Backend::kCuda;
   o.max_batch = max_batch;
-  o.max_context = 1024;
+  o.max_context = max_context;
   o.pipeline = pipeline;
   auto e = cuda::create_cuda_engine(o, std::move(w), tuning);
   EXPECT_TRUE(e) << e.error().to_string();
   return e ? std::move(e).value() : nullptr;
+}
+
+// A prompt of n token ids drawn uniformly from the 7B's vocabulary.
+std::vector<int32_t> random_prompt(std::mt19937_64& rng, size_t n) {
+  std::uniform_int_distribution<int> tok(0, 152063);
+  std::vector<int32_t> p(n);
+  for (auto& t : p) t = tok(rng);
+  return p;
 }
 
 const cuda::CudaEngineIntrospection& introspect(const engine::Engine& e) {
@@ -346,11 +355,9 @@ TEST(CudaVsCpu, SevenBLayerShapesAgree) {
   auto gpu = make_cuda(std::move(spec).value(), 3);
   ASSERT_NE(gpu, nullptr);
   std::mt19937_64 rng(test_seed());
-  std::uniform_int_distribution<int> tok(0, 152063);
   const int new_tokens = 6;
   for (int len : {1, 9, 40}) {
-    std::vector<int32_t> prompt(len);
-    for (auto& t : prompt) t = tok(rng);
+    const auto prompt = random_prompt(rng, len);
     engine::SamplingParams sp;
     sp.top_logprobs = 2;
     ASSERT_TRUE((*cpu)->add({static_cast<uint64_t>(len), prompt, new_tokens, sp}));
@@ -402,10 +409,7 @@ TEST(CudaTiledWeights, SevenBLayerShapesMatchRowMajor) {
   auto b = make_cuda(std::move(spec).value(), 2, tiled);
   ASSERT_TRUE(a && b);
   std::mt19937_64 rng(test_seed() ^ 0x7113d);
-  std::uniform_int_distribution<int> tok(0, 152063);
-  std::vector<int32_t> p1(21), p2(5);
-  for (auto& t : p1) t = tok(rng);
-  for (auto& t : p2) t = tok(rng);
+  const auto p1 = random_prompt(rng, 21), p2 = random_prompt(rng, 5);
   expect_engines_agree(*a, *b, p1, p2, 4, 1e-6);
 }
 
@@ -424,25 +428,16 @@ TEST(CudaAttentionChunks, SevenBLayerShapesAgree) {
                                                        c.head_dim) == 0)
     GTEST_SKIP() << "no clusters of 16 with 128-key chunks on this GPU";
   auto make = [&](int chunk) {
-    EngineOptions o;
-    o.backend = engine::Backend::kCuda;
-    o.max_batch = 2;
-    o.max_context = 4096;
     cuda::CudaTuning t;
     t.tune_gemv = false;
     t.attention_cluster = 16;
     t.attention_chunk = chunk;
-    auto e = cuda::create_cuda_engine(o, *spec, t);
-    EXPECT_TRUE(e) << e.error().to_string();
-    return e ? std::move(e).value() : nullptr;
+    return make_cuda(*spec, 2, t, engine::Pipeline::kGraphs, 4096);
   };
   auto a = make(64), b = make(128);
   ASSERT_TRUE(a && b);
   std::mt19937_64 rng(test_seed() ^ 0xc4a2);
-  std::uniform_int_distribution<int> tok(0, 152063);
-  std::vector<int32_t> p1(2500), p2(2100);
-  for (auto& t : p1) t = tok(rng);
-  for (auto& t : p2) t = tok(rng);
+  const auto p1 = random_prompt(rng, 2500), p2 = random_prompt(rng, 2100);
   for (auto* e : {a.get(), b.get()}) {
     ASSERT_TRUE(e->add({1, p1, 4, {}}));
     ASSERT_TRUE(e->add({2, p2, 4, {}}));
@@ -550,12 +545,8 @@ TEST(CudaEngineSampling, SevenBShapesCandidatesAndOneBlockDrawTheSameTokens) {
   params[2] = {.temperature = 1.0f, .seed = 13};
   params[3] = {.temperature = 1.0f, .top_p = 0.95f, .seed = 14, .top_logprobs = 3};
   std::mt19937_64 rng(test_seed() ^ 0x5a3b1e);
-  std::uniform_int_distribution<int> tok(0, 152063);
   std::vector<std::vector<int32_t>> prompts(4);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    prompts[i].resize(3 + 7 * i);
-    for (auto& t : prompts[i]) t = tok(rng);
-  }
+  for (size_t i = 0; i < prompts.size(); ++i) prompts[i] = random_prompt(rng, 3 + 7 * i);
   constexpr int kSteps = 24;
   auto run = [&](engine::Engine& e) {
     for (size_t i = 0; i < params.size(); ++i)
