@@ -121,18 +121,22 @@ constexpr int attention_cluster_blocks(int batch, int num_kv_heads, int sms) {
   return batch * num_kv_heads * 16 <= sms ? 16 : 8;
 }
 
-// Keys per chunk for a launch of `clusters` clusters (batch * kv heads),
-// given how many clusters of 128-key chunks the GPU holds at once
+// Keys per chunk for a launch of `clusters` clusters (batch * kv heads) of
+// `cluster_blocks` blocks on a GPU of `sms` multiprocessors that holds
+// `resident_clusters_at_128` clusters of 128-key chunks at once
 // (attention_decode_rope_resident_clusters; 0 where they do not fit).
 // 128-key chunks halve the chunks a block walks at long contexts, but take
-// about twice the shared memory, so a block has an SM to itself: they are
-// chosen only where every cluster of the launch is still resident at once.
-// On the H200 (2026-12-07) they took a layer from 16.5 to 13.5 us at context
-// 4096 and from 52.0 to 40.4 us at 16384 (batch 1, clusters of 16), the same
-// within 0.06 us at 512 and 768; where the clusters no longer all fitted
-// (batch 4, clusters of 8) they took 8.4 to 13.8 us at 512.
-constexpr int attention_chunk_keys(int clusters, int resident_clusters_at_128) {
-  return clusters <= resident_clusters_at_128 ? 128 : 64;
+// about twice the shared memory, so a block needs an SM to itself. On the
+// H200 (2026-12-07) they took a layer from 16.5 to 13.5 us at context 4096
+// and from 52.0 to 40.4 us at 16384 (batch 1: 64 blocks in clusters of 16),
+// within 0.06 us of 64-key chunks at 512 and 768; at batch 4 (128 blocks in
+// clusters of 8) they took 8.4 to 13.8 us at 512, most likely because the
+// clusters no longer all fitted at once. So they are chosen only where every
+// cluster stays resident and the launch fills at most half the SMs, as far
+// as they were measured faster.
+constexpr int attention_chunk_keys(int clusters, int cluster_blocks, int sms,
+                                   int resident_clusters_at_128) {
+  return clusters <= resident_clusters_at_128 && 2 * clusters * cluster_blocks <= sms ? 128 : 64;
 }
 
 #ifndef __CUDACC__

@@ -49,8 +49,9 @@ struct CudaTuning {
   // a layer at 16,384 and batch 1; 148.5 against 223.7 at batch 4).
   int cluster_attention_max_context = std::numeric_limits<int>::max();
   // Keys a block of the cluster kernel stages at a time: kAutoChunk takes
-  // 128 where every cluster of the step stays resident with them, else 64
-  // (kernels::attention_chunk_keys); 64 or 128 fix it.
+  // 128 where every cluster of the step stays resident with them and the
+  // step fills at most half the SMs, else 64 (kernels::attention_chunk_keys);
+  // 64 or 128 fix it (128 only where such clusters fit at all).
   static constexpr int kAutoChunk = 0;
   int attention_chunk = kAutoChunk;
   // Programmatic dependent launch for the decode kernels (compute

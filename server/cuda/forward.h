@@ -56,7 +56,7 @@ struct DecodeKernels {
   int attention_chunk = kAutoChunk;
   // Clusters of 128-key chunks the GPU holds at once, by cluster size
   // [0]: 8, [1]: 16 (kernels::attention_decode_rope_resident_clusters), for
-  // kAutoChunk.
+  // chunk_keys.
   int resident_clusters_at_128[2] = {0, 0};
 
   int cluster_blocks(int batch) const {
@@ -69,7 +69,8 @@ struct DecodeKernels {
     const int resident = resident_clusters_at_128[cluster_blocks(batch) == 16 ? 1 : 0];
     if (attention_chunk == 64 || resident == 0) return 64;
     if (attention_chunk == 128) return 128;
-    return kernels::attention_chunk_keys(batch * num_kv_heads, resident);
+    return kernels::attention_chunk_keys(batch * num_kv_heads, cluster_blocks(batch), sms,
+                                         resident);
   }
 };
 

@@ -387,12 +387,15 @@ TEST(AttentionDecodeRope, OtherShapes) {
     if (chunk_sizes(16, s).size() == 2) check_decode_rope(s, {1, 31, 300, 2000}, 16, true, 128);
 }
 
-// 128-key chunks only where every cluster of the launch stays resident. The
-// rule is constexpr, checked when this file compiles, as the cluster size's.
-static_assert(kernels::attention_chunk_keys(4, 8) == 128);
-static_assert(kernels::attention_chunk_keys(8, 8) == 128);
-static_assert(kernels::attention_chunk_keys(16, 15) == 64);
-static_assert(kernels::attention_chunk_keys(1, 0) == 64);  // they do not fit at all
+// 128-key chunks only where every cluster of the launch stays resident and
+// the launch fills at most half the SMs. The rule is constexpr, checked when
+// this file compiles, as the cluster size's.
+static_assert(kernels::attention_chunk_keys(4, 16, 132, 7) == 128);  // batch 1, 4 kv heads
+static_assert(kernels::attention_chunk_keys(4, 8, 132, 15) == 128);
+static_assert(kernels::attention_chunk_keys(16, 8, 132, 16) == 64);  // batch 4: 128 blocks
+static_assert(kernels::attention_chunk_keys(8, 16, 132, 8) == 64);   // batch 2: likewise
+static_assert(kernels::attention_chunk_keys(8, 8, 132, 7) == 64);    // not all resident
+static_assert(kernels::attention_chunk_keys(1, 16, 132, 0) == 64);   // they do not fit at all
 TEST(AttentionDecodeRope, ChunkSizeFollowsResidency) {
   const Shape wide{8, 1, 256};
   REQUIRE_CLUSTERS(16, wide);

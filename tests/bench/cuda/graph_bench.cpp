@@ -302,7 +302,10 @@ void run_attention_graph_bench() {
           const double fused_ms = each_layer([&](const AttentionInputs& in, cudaStream_t s) {
             if (!kernels::attention_decode_rope(in.fused_args(blocks, chunk), s)) std::exit(1);
           });
-          const bool chosen = kernels::attention_chunk_keys(B * A::kKvHeads, resident) == chunk;
+          int sms = 0;
+          check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "sms");
+          const bool chosen =
+              kernels::attention_chunk_keys(B * A::kKvHeads, blocks, sms, resident) == chunk;
           std::printf(
               "  context %d, batch %d: RoPE + attention fused, clusters of %d, %d-key chunks%s: "
               "%.2f us (x28 = %.3f ms per step)\n",
