@@ -409,18 +409,20 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::finish_create(std::unique_ptr<
                                               ? "from candidates (mass histogram, gather, sort)"
                                               : "with one block over the vocabulary");
   const int cluster = decode_kernels.attention_cluster;
-  auto cluster_sizes = [&]() -> std::string {
-    if (cluster > 0) return std::to_string(cluster);
-    int upto = 0;  // the largest batch that gets clusters of 16
-    while (upto < L.max_batch && decode_kernels.cluster_blocks(upto + 1) == 16) ++upto;
-    if (upto == 0) return "8";
-    return upto >= L.max_batch ? std::string("16") : fmt::format("16 (batch <= {}) or 8", upto);
+  // What `of_batch` picks over the batch sizes, where it takes `big` up to
+  // some batch and `small` past it: "16", "16 (batch <= 2) or 8" or "8".
+  auto by_batch = [&](int big, int small, auto&& of_batch) -> std::string {
+    int upto = 0;  // the largest batch that gets `big`
+    while (upto < L.max_batch && of_batch(upto + 1) == big) ++upto;
+    if (upto == 0) return std::to_string(small);
+    return upto >= L.max_batch ? std::to_string(big)
+                               : fmt::format("{} (batch <= {}) or {}", big, upto, small);
   };
-  auto chunk_sizes = [&]() -> std::string {
-    int upto = 0;  // the largest batch that gets 128-key chunks
-    while (upto < L.max_batch && decode_kernels.chunk_keys(upto + 1) == 128) ++upto;
-    if (upto == 0) return "64";
-    return upto >= L.max_batch ? std::string("128") : fmt::format("128 (batch <= {}) or 64", upto);
+  auto cluster_sizes = [&] {
+    return by_batch(16, 8, [&](int b) { return decode_kernels.cluster_blocks(b); });
+  };
+  auto chunk_sizes = [&] {
+    return by_batch(128, 64, [&](int b) { return decode_kernels.chunk_keys(b); });
   };
   log->info(
       "cuda: decode attention {}",

@@ -66,11 +66,11 @@ struct DecodeKernels {
   }
   // 128 only where such clusters fit at all, even when asked for.
   int chunk_keys(int batch) const {
-    const int resident = resident_clusters_at_128[cluster_blocks(batch) == 16 ? 1 : 0];
+    const int blocks = cluster_blocks(batch);
+    const int resident = resident_clusters_at_128[blocks == 16 ? 1 : 0];
     if (attention_chunk == 64 || resident == 0) return 64;
     if (attention_chunk == 128) return 128;
-    return kernels::attention_chunk_keys(batch * num_kv_heads, cluster_blocks(batch), sms,
-                                         resident);
+    return kernels::attention_chunk_keys(batch * num_kv_heads, blocks, sms, resident);
   }
 };
 

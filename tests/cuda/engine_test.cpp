@@ -577,6 +577,19 @@ TEST(CudaEngineSampling, SevenBShapesCandidatesAndOneBlockDrawTheSameTokens) {
   for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(again[i], got[i]) << "sequence " << i + 1;
 }
 
+TEST(CudaEngineApi, RejectsTuningOutOfRange) {
+  cuda::CudaTuning t;
+  t.attention_chunk = 32;
+  EngineOptions o;
+  o.backend = engine::Backend::kCuda;
+  o.max_batch = 2;
+  o.max_context = 256;
+  auto e = cuda::create_cuda_engine(o, load_fixture("tiny-qwen2"), t);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(e.error().to_string().find("attention_chunk"), std::string::npos);
+}
+
 TEST(CudaEngineApi, RejectsBadSequencesAndAccountsKv) {
   auto e = make_cuda(load_fixture("tiny-qwen2"), 2);
   ASSERT_NE(e, nullptr);

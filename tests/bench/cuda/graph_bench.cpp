@@ -259,8 +259,9 @@ void run_graph_bench(const Ceilings& c) {
 void run_attention_graph_bench() {
   std::printf("\n== decode attention inside a graph (28 back to back, each over its own KV)\n");
   using A = AttentionInputs;
-  int device = 0;
+  int device = 0, sms = 0;
   check(cudaGetDevice(&device), "device");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "sms");
   for (int ctx : {512, 768, 4096, 16384}) {
     for (int B : {1, 4}) {
       // -32: the split path's default splits.
@@ -302,8 +303,6 @@ void run_attention_graph_bench() {
           const double fused_ms = each_layer([&](const AttentionInputs& in, cudaStream_t s) {
             if (!kernels::attention_decode_rope(in.fused_args(blocks, chunk), s)) std::exit(1);
           });
-          int sms = 0;
-          check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "sms");
           const bool chosen =
               kernels::attention_chunk_keys(B * A::kKvHeads, blocks, sms, resident) == chunk;
           std::printf(
