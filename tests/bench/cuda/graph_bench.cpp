@@ -262,6 +262,12 @@ void run_attention_graph_bench() {
   int device = 0, sms = 0;
   check(cudaGetDevice(&device), "device");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "sms");
+  // Clusters of 128-key chunks the GPU holds at once, for clusters of 16 and
+  // 8 (0: they do not fit); the same at every context and batch.
+  const int resident16 = kernels::attention_decode_rope_resident_clusters(
+      device, 16, 128, A::kHeads, A::kKvHeads, A::kHeadDim);
+  const int resident8 = kernels::attention_decode_rope_resident_clusters(device, 8, 128, A::kHeads,
+                                                                         A::kKvHeads, A::kHeadDim);
   for (int ctx : {512, 768, 4096, 16384}) {
     for (int B : {1, 4}) {
       // -32: the split path's default splits.
@@ -296,8 +302,7 @@ void run_attention_graph_bench() {
         if (!kernels::attention_decode_rope_supported(device, blocks, A::kHeads, A::kKvHeads,
                                                       A::kHeadDim))
           continue;
-        const int resident = kernels::attention_decode_rope_resident_clusters(
-            device, blocks, 128, A::kHeads, A::kKvHeads, A::kHeadDim);
+        const int resident = blocks == 16 ? resident16 : resident8;
         for (int chunk : {64, 128}) {
           if (chunk == 128 && resident == 0) continue;
           const double fused_ms = each_layer([&](const AttentionInputs& in, cudaStream_t s) {
